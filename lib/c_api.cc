@@ -1,0 +1,22 @@
+// The C API's status strings.  Nothing here throws.
+#include "ldshim.h"
+
+extern "C" {
+
+const char* ldshim_strerror(int status) {
+    switch (status) {
+        case LDSHIM_OK: return "success";
+        case LDSHIM_ERR_INVALID_ARGUMENT: return "invalid argument";
+        case LDSHIM_ERR_NOT_FOUND: return "no acceptable file found";
+        case LDSHIM_ERR_BAD_OBJECT: return "not a loadable ELF object";
+        case LDSHIM_ERR_NO_MEMORY: return "out of memory";
+        case LDSHIM_ERR_BUFFER_TOO_SMALL: return "buffer too small";
+        case LDSHIM_ERR_SYSTEM: return "system call failed";
+        case LDSHIM_ERR_UNSUPPORTED: return "not supported by this build";
+        default: return "unknown ldshim status";
+    }
+}
+
+const char* ldshim_version(void) { return LDSHIM_VERSION; }
+
+}  // extern "C"

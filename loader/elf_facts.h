@@ -1,0 +1,53 @@
+// What the search needs to know about one ELF object, decoded once.
+//
+// Two readers fill the same struct: read_facts() for a file's bytes (libelf,
+// every access bounds-checked) and, for objects already loaded in a process,
+// a reader over the in-memory dynamic section.  Nothing downstream cares
+// which one produced the facts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ldshim::loader {
+
+inline constexpr std::uint64_t kDf1Nodeflib = 0x800;  // DF_1_NODEFLIB
+
+struct ObjectFacts {
+    std::uint8_t elf_class = 0;  // ELFCLASS32 / ELFCLASS64
+    std::uint16_t machine = 0;   // e_machine
+    std::uint8_t osabi = 0;
+    std::uint16_t type = 0;  // e_type
+    bool has_dynamic = false;
+    std::vector<std::string> needed;  // DT_NEEDED, in dynamic-section order
+    std::optional<std::string> soname;
+    // glibc drops DT_RPATH when DT_RUNPATH is present; we keep both raw values
+    // and let the search apply that rule, so that `why` can explain it.
+    std::optional<std::string> rpath;
+    std::optional<std::string> runpath;
+    std::optional<std::string> interp;  // PT_INTERP
+    std::uint64_t flags_1 = 0;          // DT_FLAGS_1
+    bool has_filters = false;           // DT_AUXILIARY / DT_FILTER present (not emulated)
+
+    bool nodeflib() const { return (flags_1 & kDf1Nodeflib) != 0; }
+    // The RPATH the loader actually uses: none once RUNPATH exists.
+    const std::optional<std::string>& effective_rpath() const {
+        static const std::optional<std::string> none;
+        return runpath ? none : rpath;
+    }
+};
+
+struct FactsResult {
+    bool ok = false;
+    ObjectFacts facts;
+    std::string error;  // why the bytes are not a usable ELF object
+};
+
+// Decode the facts of an ELF file image (64- or 32-bit, either byte order).
+FactsResult read_facts(std::span<const std::byte> image);
+
+}  // namespace ldshim::loader

@@ -1,0 +1,607 @@
+#include "loader/engine.h"
+
+#include "loader/tokens.h"
+#include "loader/verify.h"
+
+#include <elf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace ldshim::loader {
+namespace {
+
+constexpr std::uint64_t kDf1Pie = 0x08000000;
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// "dir + subdir" as a header shows it: without the final '/', except that
+// "/" stays "/" and the empty cwd entry prints as nothing.
+std::string header_item(const std::string& dir, const std::string& sub) {
+    std::string s = dir + sub;
+    if (s.empty() || s == "/") return s;
+    s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+Engine::Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, EngineOptions opts)
+    : cfg_(std::move(cfg)), fs_(fs), cache_(cache), sink_(sink), opts_(std::move(opts)), pool_(cfg_.subdirs.size()) {
+    // The system directories are the first pool entries.
+    for (const auto& d : cfg_.system_dirs) system_.push_back(pool_.intern(d, Label::system, std::nullopt));
+}
+
+void Engine::emit(TraceEvent e) {
+    if (sink_) sink_->event(e);
+}
+
+std::string Engine::display_name(const std::optional<std::string>& where) const {
+    // glibc's DSO_FILENAME: the main program (l_name "") shows as argv[0].
+    if (!where) return {};
+    return where->empty() ? opts_.argv0 : *where;
+}
+
+std::string LoadError::text() const {
+    std::string s = objname.empty() ? errstring : objname + ": " + errstring;
+    if (errcode != 0) s += std::string(": ") + std::strerror(errcode);
+    return s;
+}
+
+DstValues Engine::dst_values(const Object& o) const { return {o.origin, cfg_.platform, cfg_.dst_lib}; }
+
+std::string Engine::expand(const Object& owner, std::string_view s) const {
+    if (count_dsts(s) == 0) return std::string(s);
+    DstPolicy pol{opts_.secure, owner.kind == Object::Kind::main, &cfg_.system_dirs};
+    return substitute_dsts(s, dst_values(owner), pol);
+}
+
+// glibc's fillin_rpath: expand, normalise, intern, and drop duplicates
+// within this list.
+DirList Engine::fill_list(std::string_view str, std::string_view seps, Label what,
+                          const std::optional<std::string>& where, const Object& owner) {
+    DirList out;
+    for (auto elem : split_path(str, seps)) {
+        std::string dir;
+        if (!elem.empty()) {
+            std::string x = expand(owner, elem);
+            if (x.empty()) continue;  // unknown or forbidden token: element dropped
+            dir = normalize_dir(x);
+        }
+        DirEntry* e = pool_.intern(dir, what, where);
+        if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+    }
+    return out;
+}
+
+// glibc's cache_rpath + decompose_rpath: built on first use, then reused;
+// "none" is remembered too.
+const DirList* Engine::object_list(int idx, bool runpath) {
+    Object& o = objects_[static_cast<std::size_t>(idx)];
+    auto& state = runpath ? o.runpath_state : o.rpath_state;
+    auto& dirs = runpath ? o.runpath_dirs : o.rpath_dirs;
+    if (state == Object::List::none) return nullptr;
+    if (state == Object::List::built) return &dirs;
+    state = Object::List::none;
+    const auto& str = runpath ? o.facts.runpath : o.facts.effective_rpath();
+    if (!str) return nullptr;
+    // --inhibit-rpath: exact l_name matches; a trailing empty entry is ignored.
+    if (opts_.inhibit_rpath && !opts_.secure) {
+        auto names = split_path(*opts_.inhibit_rpath, ":");
+        if (names.size() > 1 && names.back().empty()) names.pop_back();
+        for (auto n : names)
+            if (n == o.name) return nullptr;
+    }
+    if (str->empty()) return nullptr;
+    dirs = fill_list(*str, ":", runpath ? Label::runpath : Label::rpath, o.name, o);
+    if (dirs.empty()) return nullptr;
+    state = Object::List::built;
+    return &dirs;
+}
+
+void Engine::print_header(const DirList& list, std::size_t from) {
+    const DirEntry* first = list[from];
+    std::string joined;
+    bool any = false;
+    for (std::size_t i = from; i < list.size() && list[i]->what == first->what; ++i) {
+        for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
+            if (list[i]->status[c] == DirStatus::nonexisting) continue;
+            if (any) joined += ':';
+            joined += header_item(list[i]->dirname, cfg_.subdirs[c]);
+            any = true;
+        }
+    }
+    TraceEvent e{TraceEvent::Kind::search_path, std::move(joined)};
+    e.label = first->what;
+    if (first->where) e.where = display_name(first->where);
+    emit(std::move(e));
+}
+
+// glibc's open_verify on one candidate path.
+Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
+    OpenOutcome out;
+    auto r = fs_.open(path);
+    if (!r.image) {
+        errno_ = r.error;
+        return out;
+    }
+    auto v = verify_candidate(*r.image);
+    switch (v.verdict) {
+        case Verdict::accept: break;
+        case Verdict::skip_class:
+            req.found_other_class = true;
+            errno_ = ENOENT;
+            emit({TraceEvent::Kind::rejected, path, 0, Label::system, {}, Source::none, "wrong ELF class"});
+            return out;
+        case Verdict::skip_machine:
+        case Verdict::skip_not_suid:
+            errno_ = ENOENT;
+            emit({TraceEvent::Kind::rejected, path, 0, Label::system, {}, Source::none, "wrong ELF machine"});
+            return out;
+        case Verdict::fatal:
+            out.status = OpenOutcome::Status::fatal;
+            out.error = {path, v.message, v.error};
+            return out;
+    }
+    out.status = OpenOutcome::Status::found;
+    out.path = path;
+    out.image = std::move(r.image);
+    return out;
+}
+
+// glibc's open_path: every directory of the list, every subdirectory.
+Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int owner, bool runpath, Source src) {
+    std::optional<Label> current;
+    bool any = false;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        DirEntry& d = *list[i];
+        // A header per run of entries that share a label (the pooled one).
+        if (current != d.what) {
+            current = d.what;
+            print_header(list, i);
+        }
+        bool here_any = false;
+        for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
+            if (d.status[c] == DirStatus::nonexisting) continue;
+            std::string cand = d.dirname + cfg_.subdirs[c] + req.name;
+            emit({TraceEvent::Kind::trying, cand});
+            OpenOutcome o = open_verify(cand, req);
+            if (o.status == OpenOutcome::Status::fatal) return o;
+            bool ok = o.status == OpenOutcome::Status::found;
+            if (d.status[c] == DirStatus::unknown) {
+                if (ok) {
+                    d.status[c] = DirStatus::existing;
+                } else {
+                    // Does the directory exist at all?  2.36 strips the final
+                    // character, so "/" is stat'ed as "" and pruned.
+                    std::string dir = d.dirname + cfg_.subdirs[c];
+                    dir.pop_back();
+                    auto st = fs_.stat(dir);
+                    if (st.error != 0) errno_ = st.error;
+                    d.status[c] = (st.error == 0 && st.is_dir) ? DirStatus::existing : DirStatus::nonexisting;
+                }
+            }
+            here_any |= d.status[c] != DirStatus::nonexisting;
+            // Secure preloads must carry the set-user-ID bit.
+            if (ok && (req.mode & kModeSecurePreload) && opts_.secure && !(o.image->mode() & S_ISUID)) {
+                ok = false;
+                errno_ = ENOENT;
+                emit({TraceEvent::Kind::rejected, cand, 0, Label::system, {}, Source::none, "not set-user-ID"});
+            }
+            if (ok) {
+                last_source_ = src;
+                last_owner_ = owner;
+                return o;
+            }
+        }
+        // Something other than "missing" or "forbidden" ends this list.
+        if (here_any && errno_ != ENOENT && errno_ != EACCES) return {};
+        any |= here_any;
+    }
+    // A list whose directories all turned out missing is dropped for good
+    // (RPATH/RUNPATH only; the system and environment lists stay).
+    if (!any && owner >= 0) {
+        Object& o = objects_[static_cast<std::size_t>(owner)];
+        (runpath ? o.runpath_state : o.rpath_state) = Object::List::none;
+        (runpath ? o.runpath_dirs : o.rpath_dirs).clear();
+    }
+    return {};
+}
+
+int Engine::first_in_ns(unsigned ns) const {
+    for (std::size_t i = 0; i < objects_.size(); ++i)
+        if (objects_[i].ns == ns && !objects_[i].removed) return static_cast<int>(i);
+    return -1;
+}
+
+// Step A: a name, real path or (once) SONAME of an object in the namespace.
+int Engine::match_loaded(const std::string& name, unsigned ns) {
+    for (std::size_t i = 0; i < objects_.size(); ++i) {
+        Object& o = objects_[i];
+        if (o.ns != ns || o.removed) continue;
+        if (name == o.name || contains(o.names, name)) return static_cast<int>(i);
+        if (o.soname_added || !o.facts.soname || *o.facts.soname != name) continue;
+        o.names.push_back(*o.facts.soname);
+        o.soname_added = true;
+        return static_cast<int>(i);
+    }
+    return -1;
+}
+
+std::optional<std::string> Engine::origin_of_path(const std::string& path) {
+    // From the path string as opened: no symlink or ".." resolution.
+    std::string full;
+    if (!path.empty() && path[0] == '/') {
+        full = path;
+    } else {
+        if (cwd_.empty()) cwd_ = fs_.cwd();
+        if (cwd_.empty()) return std::nullopt;
+        full = cwd_;
+        if (full.back() != '/') full += '/';
+        full += path;
+    }
+    auto slash = full.rfind('/');
+    if (slash == 0) return std::string("/");
+    return full.substr(0, slash);
+}
+
+MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, unsigned mode) {
+    MapOutcome out;
+    // A. Already loaded in this namespace?  Silent.
+    if (int hit = match_loaded(name, ns); hit >= 0) {
+        out.object = hit;
+        emit({TraceEvent::Kind::result, objects_[static_cast<std::size_t>(hit)].name, ns, Label::system, {},
+              Source::already_loaded, name});
+        return out;
+    }
+    Request req{name, mode};
+    OpenOutcome found;
+    last_source_ = Source::none;
+    last_owner_ = -1;
+    const Object* ld = loader >= 0 ? &objects_[static_cast<std::size_t>(loader)] : nullptr;
+
+    if (name.find('/') == std::string::npos) {
+        // C. The search proper.
+        emit({TraceEvent::Kind::find_library, name, ns});
+        auto done = [&] { return found.status != OpenOutcome::Status::not_found; };
+
+        // 1. RPATH: only if the loader has no RUNPATH.  Walk the loader chain
+        //    (objects with RUNPATH contribute nothing but do not stop it),
+        //    then the main program's RPATH if the walk did not cover it.
+        if (!ld || !ld->facts.runpath) {
+            bool did_main = false;
+            for (int l = loader; l >= 0 && !done(); l = objects_[static_cast<std::size_t>(l)].loader) {
+                if (const DirList* dl = object_list(l, false)) {
+                    found = open_path(*dl, req, l, false, Source::rpath);
+                    if (done()) break;
+                    did_main |= l == main_;
+                }
+            }
+            if (!done() && !did_main && main_ >= 0 && !objects_[static_cast<std::size_t>(main_)].dlopened &&
+                main_ != loader) {
+                if (const DirList* dl = object_list(main_, false)) found = open_path(*dl, req, main_, false, Source::rpath);
+            }
+        }
+        // 2. LD_LIBRARY_PATH.
+        if (!done() && env_) found = open_path(*env_, req, -1, false, Source::ld_library_path);
+        // 3. The loader's own RUNPATH (never inherited).
+        if (!done() && ld) {
+            if (const DirList* dl = object_list(loader, true)) found = open_path(*dl, req, loader, true, Source::runpath);
+        }
+        // 4. ld.so.cache, except for secure preloads.  NODEFLIB discards a
+        //    hit below a system directory after it was printed.
+        if (!done() && !(opts_.secure && (mode & kModeSecurePreload)) && !cfg_.inhibit_cache) {
+            emit({TraceEvent::Kind::search_cache, cfg_.cache_label});
+            if (auto hit = cache_.lookup(name.c_str(), cfg_)) {
+                emit({TraceEvent::Kind::trying, *hit});
+                int nl = ld ? loader : (main_ >= 0 ? main_ : rtld_);
+                bool discard = false;
+                if (nl >= 0 && objects_[static_cast<std::size_t>(nl)].facts.nodeflib()) {
+                    for (const auto& d : cfg_.system_dirs)
+                        if (hit->compare(0, d.size(), d) == 0) discard = true;
+                }
+                if (discard) {
+                    emit({TraceEvent::Kind::rejected, *hit, 0, Label::system, {}, Source::none, "DF_1_NODEFLIB"});
+                } else {
+                    found = open_verify(*hit, req);
+                    if (found.status == OpenOutcome::Status::found) last_source_ = Source::cache;
+                }
+            }
+        }
+        // 5. The system directories, unless NODEFLIB.
+        if (!done()) {
+            int nl = ld ? loader : first_in_ns(ns);
+            if (nl < 0 || !objects_[static_cast<std::size_t>(nl)].facts.nodeflib())
+                found = open_path(system_, req, -1, false, Source::system);
+        }
+        emit({TraceEvent::Kind::end_search});
+    } else {
+        // B. A path: opened directly, DSTs expanded with the loader's values.
+        std::string real = ld ? expand(*ld, name) : name;
+        found = open_verify(real, req);
+        if (found.status == OpenOutcome::Status::found) last_source_ = Source::slash_name;
+    }
+
+    if (found.status == OpenOutcome::Status::fatal) {
+        out.error = found.error;
+        return out;
+    }
+    if (found.status == OpenOutcome::Status::not_found) {
+        if (opts_.keep_going) return out;  // a faked entry: never matched, no deps
+        if (req.found_other_class)
+            out.error = LoadError{name, "wrong ELF class: ELFCLASS32", 0};
+        else
+            out.error = LoadError{name, "cannot open shared object file", errno_};
+        return out;
+    }
+
+    // The same file already loaded in this namespace?
+    FileId id = found.image->id();
+    for (std::size_t i = 0; i < objects_.size(); ++i) {
+        Object& o = objects_[i];
+        if (o.ns == ns && !o.removed && o.id.valid() && o.id == id) {
+            if (!contains(o.names, name)) o.names.push_back(name);
+            out.object = static_cast<int>(i);
+            emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, Source::same_file, name});
+            return out;
+        }
+    }
+    // Only one ld.so, ever: other namespaces get a proxy.
+    if (ns != 0 && rtld_ >= 0) {
+        const Object& r = objects_[static_cast<std::size_t>(rtld_)];
+        if (name == r.name || contains(r.names, name)) {
+            Object p;
+            p.kind = Object::Kind::rtld_proxy;
+            p.name = found.path;
+            p.names = {name};
+            p.facts = r.facts;
+            p.ns = ns;
+            p.loader = (mode & kModeCallmap) ? -1 : loader;
+            objects_.push_back(std::move(p));
+            out.object = static_cast<int>(objects_.size() - 1);
+            out.is_new = true;
+            return out;
+        }
+    }
+    if (mode & kModeNoload) return out;
+
+    auto facts = read_facts(found.image->bytes());
+    if (!facts.ok) {
+        out.error = LoadError{name, facts.error, 0};
+        return out;
+    }
+    if (facts.facts.type != ET_DYN) {
+        out.error = LoadError{name, "cannot dynamically load executable", 0};
+        return out;
+    }
+    if (!facts.facts.has_dynamic) {
+        out.error = LoadError{name, "object file has no dynamic section", 0};
+        return out;
+    }
+    if (facts.facts.flags_1 & kDf1Pie) {
+        out.error = LoadError{name, "cannot dynamically load position-independent executable", 0};
+        return out;
+    }
+    Object o;
+    o.kind = Object::Kind::library;
+    o.name = found.path;
+    o.names = {name};
+    o.facts = std::move(facts.facts);
+    o.origin = origin_of_path(found.path);
+    o.loader = (mode & kModeCallmap) ? -1 : loader;
+    o.dlopened = (mode & kModeCallmap) != 0;
+    o.ns = ns;
+    o.id = id;
+    o.found_by = last_source_;
+    o.found_via = last_owner_;
+    emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, last_source_, name});
+    objects_.push_back(std::move(o));
+    out.object = static_cast<int>(objects_.size() - 1);
+    out.is_new = true;
+    return out;
+}
+
+// glibc's _dl_map_object_deps: breadth-first over DT_NEEDED; each new object
+// is appended once.  Returns the first error, or "".
+std::optional<LoadError> Engine::load_deps(std::vector<int> queue) {
+    errno_ = 0;  // the walk starts with errno cleared
+    std::vector<bool> listed(objects_.size() + 1024, false);
+    auto mark = [&](int i) {
+        if (static_cast<std::size_t>(i) >= listed.size()) listed.resize(static_cast<std::size_t>(i) * 2 + 1, false);
+        listed[static_cast<std::size_t>(i)] = true;
+    };
+    for (int i : queue) mark(i);
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+        int l = queue[q];
+        // Copy: map_object appends to objects_.
+        std::vector<std::string> needed = objects_[static_cast<std::size_t>(l)].facts.needed;
+        unsigned ns = objects_[static_cast<std::size_t>(l)].ns;
+        for (const auto& raw : needed) {
+            std::string name = raw;
+            if (count_dsts(raw) != 0) {
+                if (opts_.secure) return LoadError{raw, "DST not allowed in SUID/SGID programs", 0};
+                name = expand(objects_[static_cast<std::size_t>(l)], raw);
+                if (name.empty()) {
+                    emit({TraceEvent::Kind::aux_empty_dst, raw});
+                    continue;
+                }
+            }
+            MapOutcome m = map_object(l, name, ns, 0);
+            if (m.error) return m.error;
+            if (m.object < 0) continue;  // faked (keep_going)
+            if (static_cast<std::size_t>(m.object) >= listed.size() || !listed[static_cast<std::size_t>(m.object)]) {
+                mark(m.object);
+                queue.push_back(m.object);
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+StartResult Engine::start(const std::string& program) {
+    StartResult res;
+    auto img = fs_.open(program);
+    if (!img.image) {
+        res.ok = false;
+        res.error = LoadError{program, "cannot open", img.error}.text();
+        return res;
+    }
+    auto facts = read_facts(img.image->bytes());
+    if (!facts.ok) {
+        res.ok = false;
+        res.error = program + ": " + facts.error;
+        return res;
+    }
+
+    // The main program: l_name "", known as "" (so dlopen(NULL) finds it).
+    Object m;
+    m.kind = Object::Kind::main;
+    m.names = {""};
+    m.facts = facts.facts;
+    // $ORIGIN: the kernel's /proc/self/exe, i.e. the resolved path.
+    if (auto rp = fs_.realpath(program)) {
+        auto slash = rp->rfind('/');
+        m.origin = slash == 0 ? std::string("/") : rp->substr(0, slash);
+    } else if (opts_.origin_path && !opts_.secure) {
+        std::string o = *opts_.origin_path;
+        while (o.size() > 1 && o.back() == '/') o.pop_back();
+        m.origin = o;
+    }
+    objects_.push_back(std::move(m));
+    main_ = 0;
+
+    // ld.so, known by its PT_INTERP string and its SONAME.
+    Object r;
+    r.kind = Object::Kind::rtld;
+    r.name = facts.facts.interp.value_or(cfg_.rtld_path);
+    r.names = {r.name};
+    if (auto ri = fs_.open(r.name); ri.image) {
+        auto rf = read_facts(ri.image->bytes());
+        if (rf.ok) r.facts = rf.facts;
+    }
+    if (r.facts.soname && *r.facts.soname != r.name) r.names.push_back(*r.facts.soname);
+    objects_.push_back(std::move(r));
+    rtld_ = 1;
+
+    if (opts_.has_vdso) {
+        Object v;
+        v.kind = Object::Kind::vdso;
+        v.name = "linux-vdso.so.1";
+        v.names = {v.name};
+        v.facts.soname = v.name;
+        objects_.push_back(std::move(v));
+    }
+
+    // Search paths: the main program's RUNPATH (or else RPATH), then
+    // LD_LIBRARY_PATH, each created now so that they own their pool entries.
+    object_list(main_, true);
+    object_list(main_, false);
+    if (opts_.library_path && !opts_.secure && !opts_.library_path->empty()) {
+        DirList l = fill_list(*opts_.library_path, ":;", opts_.library_path_label, std::nullopt, objects_[0]);
+        if (!l.empty()) env_ = std::move(l);
+    }
+
+    // Preloads: LD_PRELOAD (split on spaces and colons), then /etc/ld.so.preload.
+    std::vector<int> preloads;
+    auto preload_one = [&](const std::string& n, const char* where) {
+        if (opts_.secure && n.find('/') != std::string::npos) return;
+        std::size_t before = objects_.size();
+        MapOutcome mo = map_object(main_, n, 0, kModeSecurePreload);
+        if (mo.error) {
+            // ld.so prints only glibc's errstring here.
+            res.warnings.push_back("ERROR: ld.so: object '" + n + "' from " + where + " cannot be preloaded (" +
+                                   mo.error->errstring + "): ignored.");
+        } else if (mo.is_new && objects_.size() != before) {
+            preloads.push_back(mo.object);
+        }
+    };
+    for (auto p : split_path(opts_.preload, " :")) preload_one(std::string(p), "LD_PRELOAD");
+    if (opts_.preload_file) {
+        if (auto pf = fs_.open(*opts_.preload_file); pf.image) {
+            auto b = pf.image->bytes();
+            std::string text(reinterpret_cast<const char*>(b.data()), b.size());
+            // '#' starts a comment up to the end of the line.
+            for (std::size_t c = text.find('#'); c != std::string::npos; c = text.find('#', c))
+                for (; c < text.size() && text[c] != '\n'; ++c) text[c] = ' ';
+            for (auto p : split_path(text, ": \t\n"))
+                if (!p.empty()) preload_one(std::string(p), opts_.preload_file->c_str());
+        }
+    }
+
+    std::vector<int> roots{main_};
+    roots.insert(roots.end(), preloads.begin(), preloads.end());
+    if (auto err = load_deps(std::move(roots))) {
+        res.ok = false;
+        res.error = opts_.argv0 + ": error while loading shared libraries: " + err->text();
+    }
+    return res;
+}
+
+unsigned Engine::new_namespace() const {
+    for (unsigned ns = 1;; ++ns) {
+        bool used = std::any_of(objects_.begin(), objects_.end(),
+                                [&](const Object& o) { return o.ns == ns && !o.removed; });
+        if (!used) return ns;
+    }
+}
+
+MapOutcome Engine::dlopen(const DlopenRequest& req) {
+    MapOutcome out;
+    std::string name = req.name.value_or("");
+    if (!req.name && req.ns_mode != DlopenRequest::Ns::caller) {
+        out.error = LoadError{"", "invalid namespace", EINVAL};  // dlmopen(ns != 0, NULL)
+        return out;
+    }
+    // The caller matters for names with '$', without '/', or for "caller's
+    // namespace"; an unknown address counts as the main program.
+    int caller = -1;
+    bool need_caller = name.find('$') != std::string::npos || name.find('/') == std::string::npos ||
+                       req.ns_mode == DlopenRequest::Ns::caller;
+    if (need_caller) caller = req.caller >= 0 ? req.caller : main_;
+    unsigned ns = 0;
+    switch (req.ns_mode) {
+        case DlopenRequest::Ns::caller: ns = caller >= 0 ? objects_[static_cast<std::size_t>(caller)].ns : 0; break;
+        case DlopenRequest::Ns::new_ns: ns = new_namespace(); break;
+        case DlopenRequest::Ns::explicit_ns: ns = req.ns; break;
+    }
+    if (!req.name) ns = 0;
+    std::size_t before = objects_.size();
+    unsigned mode = kModeCallmap | (req.noload ? kModeNoload : 0u);
+    out = map_object(caller, name, ns, mode);
+    if (!out.error && out.is_new) {
+        if (auto err = load_deps({out.object})) {
+            out.error = err;
+            out.object = -1;
+        }
+    }
+    if (out.error) {
+        // A failed dlopen unloads what it loaded; the directory pool keeps
+        // everything it learned.
+        for (std::size_t i = before; i < objects_.size(); ++i) objects_[i].removed = true;
+    }
+    return out;
+}
+
+int Engine::find_object(const std::string& what) const {
+    for (std::size_t i = 0; i < objects_.size(); ++i) {
+        const Object& o = objects_[i];
+        if (o.ns != 0 || o.removed) continue;
+        if ((!o.name.empty() && o.name == what) || (!what.empty() && contains(o.names, what)) ||
+            (o.facts.soname && *o.facts.soname == what))
+            return static_cast<int>(i);
+    }
+    // A path to the same file (e.g. the program itself, or a symlink).
+    auto r = fs_.open(what);
+    if (r.image) {
+        for (std::size_t i = 0; i < objects_.size(); ++i)
+            if (!objects_[i].removed && objects_[i].ns == 0 && objects_[i].id.valid() && objects_[i].id == r.image->id())
+                return static_cast<int>(i);
+    }
+    return -1;
+}
+
+}  // namespace ldshim::loader

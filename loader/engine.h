@@ -1,0 +1,162 @@
+// The search engine: glibc 2.36's _dl_map_object and everything it depends
+// on, over a model of one process.  No global state and no system calls:
+// files come from an injected Fs, events go to an injected TraceSink.
+//
+// The same engine serves startup emulation (ldsearch PROGRAM), dlopen
+// emulation (ldsearch --dlopen, the runtime resolver) and the tests.
+#pragma once
+
+#include "loader/elf_facts.h"
+#include "loader/fs.h"
+#include "loader/ld_cache.h"
+#include "loader/loader_config.h"
+#include "loader/path_pool.h"
+#include "loader/tokens.h"
+#include "loader/trace.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ldshim::loader {
+
+struct Object {
+    enum class Kind : std::uint8_t { main, rtld, vdso, library, rtld_proxy };
+    Kind kind = Kind::library;
+    std::string name;                // l_name: the path it was opened under ("" for main)
+    std::vector<std::string> names;  // l_libname: every name it answered to
+    bool soname_added = false;
+    ObjectFacts facts;
+    std::optional<std::string> origin;  // $ORIGIN; nullopt = unknown
+    int loader = -1;                    // l_loader: who needed it; -1 for dlopen'ed
+    unsigned ns = 0;
+    FileId id;  // zero for main, ld.so and the vDSO, as in glibc
+    bool dlopened = false;  // lt_loaded
+    bool removed = false;   // unloaded by a failed dlopen
+    Source found_by = Source::none;
+    int found_via = -1;  // owner of the list it was found in, if any
+
+    // Lazily built RPATH / RUNPATH lists (glibc's cache_rpath states).
+    enum class List : std::uint8_t { unbuilt, none, built };
+    List rpath_state = List::unbuilt, runpath_state = List::unbuilt;
+    DirList rpath_dirs, runpath_dirs;
+};
+
+struct EngineOptions {
+    std::string argv0;                         // how the program was invoked
+    bool secure = false;                       // AT_SECURE
+    std::optional<std::string> library_path;   // LD_LIBRARY_PATH (ignored if secure)
+    Label library_path_label = Label::ld_library_path;
+    std::optional<std::string> inhibit_rpath;  // ld.so --inhibit-rpath
+    std::optional<std::string> origin_path;    // LD_ORIGIN_PATH
+    std::string preload;                       // LD_PRELOAD
+    std::optional<std::string> preload_file = "/etc/ld.so.preload";
+    bool keep_going = false;  // LD_TRACE_LOADED_OBJECTS: missing libraries are not fatal
+    bool has_vdso = true;
+};
+
+// Mode bits of one lookup (a subset of glibc's).
+enum MapMode : unsigned {
+    kModeCallmap = 1u << 0,        // dlopen: the caller only chooses the search
+    kModeSecurePreload = 1u << 1,  // __RTLD_SECURE
+    kModeNoload = 1u << 2,         // RTLD_NOLOAD
+};
+
+// A failed load, in the three parts glibc keeps: dlerror() prints
+// "OBJNAME: ERRSTRING: strerror(ERRCODE)", a failed preload only ERRSTRING.
+struct LoadError {
+    std::string objname;
+    std::string errstring;
+    int errcode = 0;
+    std::string text() const;
+};
+
+struct MapOutcome {
+    int object = -1;      // the object, or -1 (not found, NOLOAD miss, faked)
+    bool is_new = false;  // a new object was added
+    std::optional<LoadError> error;
+};
+
+struct DlopenRequest {
+    int caller = 0;            // object index containing the return address; -1: none
+    std::optional<std::string> name;  // nullopt = dlopen(NULL)
+    bool noload = false;
+    enum class Ns : std::uint8_t { caller, new_ns, explicit_ns } ns_mode = Ns::caller;
+    unsigned ns = 0;
+};
+
+struct StartResult {
+    bool ok = true;
+    std::string error;                  // "error while loading shared libraries" text
+    std::vector<std::string> warnings;  // ld.so's stderr lines (failed preloads)
+};
+
+class Engine {
+public:
+    Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, EngineOptions opts);
+
+    // Startup: the main program, ld.so, the vDSO, search paths, preloads and
+    // the breadth-first DT_NEEDED walk.  `program` is the file to read.
+    StartResult start(const std::string& program);
+
+    // dlopen/dlmopen after startup.  On failure the objects it added are
+    // removed again, as glibc does; what the search learned is kept.
+    MapOutcome dlopen(const DlopenRequest& req);
+
+    // One lookup with an explicit loader, without loading dependencies.
+    MapOutcome map_object(int loader, const std::string& name, unsigned ns, unsigned mode);
+
+    const std::vector<Object>& objects() const { return objects_; }
+    const LoaderConfig& config() const { return cfg_; }
+    // The object named `what` in namespace 0: by l_name, any loaded name or
+    // SONAME, or a path to the same file.  -1 if none.
+    int find_object(const std::string& what) const;
+
+private:
+    struct OpenOutcome {
+        enum class Status : std::uint8_t { not_found, found, fatal } status = Status::not_found;
+        std::string path;
+        std::shared_ptr<const FileImage> image;
+        LoadError error;
+    };
+    struct Request {
+        std::string name;
+        unsigned mode = 0;
+        bool found_other_class = false;
+    };
+
+    void emit(TraceEvent e);
+    std::string display_name(const std::optional<std::string>& where) const;
+    DstValues dst_values(const Object& o) const;
+    std::string expand(const Object& owner, std::string_view s) const;
+    DirList fill_list(std::string_view str, std::string_view seps, Label what, const std::optional<std::string>& where,
+                      const Object& owner);
+    const DirList* object_list(int idx, bool runpath);
+    OpenOutcome open_verify(const std::string& path, Request& req);
+    OpenOutcome open_path(const DirList& list, Request& req, int owner, bool runpath, Source src);
+    void print_header(const DirList& list, std::size_t from);
+    int main_index() const { return main_; }
+    int first_in_ns(unsigned ns) const;
+    int match_loaded(const std::string& name, unsigned ns);
+    std::optional<std::string> origin_of_path(const std::string& path);
+    std::optional<LoadError> load_deps(std::vector<int> roots);
+    unsigned new_namespace() const;
+
+    LoaderConfig cfg_;
+    Fs& fs_;
+    const LdCache& cache_;
+    TraceSink* sink_;
+    EngineOptions opts_;
+    DirPool pool_;
+    DirList system_;
+    std::optional<DirList> env_;  // LD_LIBRARY_PATH list; nullopt = none
+    std::vector<Object> objects_;
+    int main_ = -1;
+    int rtld_ = -1;
+    int errno_ = 0;  // the loader's errno, as it flows between system calls
+    std::string cwd_;
+    Source last_source_ = Source::none;
+    int last_owner_ = -1;
+};
+
+}  // namespace ldshim::loader

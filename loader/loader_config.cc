@@ -1,0 +1,219 @@
+#include "loader/loader_config.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+extern char** environ;
+
+namespace ldshim::loader {
+namespace {
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+    std::vector<std::string_view> out;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        out.push_back(text.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+    return out;
+}
+
+// "  NAME (tag, tag)" -> NAME and whether `tag` is listed.
+struct HelpItem {
+    std::string_view name;
+    std::string_view tags;
+    bool has(std::string_view t) const {
+        for (std::size_t p = tags.find(t); p != std::string_view::npos; p = tags.find(t, p + 1)) {
+            bool start = p == 0 || tags[p - 1] == ' ' || tags[p - 1] == ';' || tags[p - 1] == ',';
+            bool end = p + t.size() == tags.size() || tags[p + t.size()] == ',' || tags[p + t.size()] == ';';
+            if (start && end) return true;
+        }
+        return false;
+    }
+};
+
+HelpItem parse_item(std::string_view line) {
+    line.remove_prefix(std::min<std::size_t>(2, line.size()));
+    HelpItem it;
+    auto sp = line.find(" (");
+    if (sp == std::string_view::npos) {
+        it.name = line;
+        return it;
+    }
+    it.name = line.substr(0, sp);
+    auto t = line.substr(sp + 2);
+    if (!t.empty() && t.back() == ')') t.remove_suffix(1);
+    it.tags = t;
+    return it;
+}
+
+}  // namespace
+
+int x86_hwcap_bit(std::string_view name) {
+    static constexpr std::string_view names[] = {"sse2", "x86_64", "avx512_1"};
+    for (int i = 0; i < 3; ++i)
+        if (names[i] == name) return i;
+    return -1;
+}
+
+std::vector<std::string> make_subdirs(const std::vector<std::string>& hwcaps_active,
+                                      const std::vector<std::string>& legacy) {
+    std::vector<std::string> out;
+    for (const auto& h : hwcaps_active) out.push_back("glibc-hwcaps/" + h + "/");
+    // Power set from the full combination down to the empty one; within a
+    // combination the highest index comes first (glibc's _dl_important_hwcaps).
+    std::size_t k = legacy.size();
+    if (k > 16) k = 16;  // glibc refuses absurd counts; so do we
+    for (std::size_t m = (std::size_t{1} << k); m-- > 0;) {
+        std::string s;
+        for (std::size_t j = k; j-- > 0;)
+            if (m & (std::size_t{1} << j)) s += legacy[j] + "/";
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string* error) {
+    enum class Section { none, search, hwcaps, legacy } sec = Section::none;
+    LoaderConfig cfg;
+    bool saw_search = false;
+    bool saw_legacy = false;
+    std::optional<std::string> platform;
+    std::vector<std::pair<int, std::string>> hwcap_bits;  // searched legacy hwcaps
+    static constexpr std::uint32_t kLevelBit[] = {8, 4, 2};  // v4, v3, v2
+    for (auto line : lines_of(text)) {
+        if (line.starts_with("Shared library search path:")) {
+            sec = Section::search;
+            saw_search = true;
+            continue;
+        }
+        if (line.starts_with("Subdirectories of glibc-hwcaps directories")) {
+            sec = Section::hwcaps;
+            continue;
+        }
+        if (line.starts_with("Legacy HWCAP subdirectories")) {
+            sec = Section::legacy;
+            saw_legacy = true;
+            continue;
+        }
+        if (!line.starts_with("  ")) {
+            if (!line.empty()) sec = Section::none;
+            continue;
+        }
+        auto it = parse_item(line);
+        switch (sec) {
+            case Section::search:
+                if (it.tags == "system search path") {
+                    std::string d(it.name);
+                    if (d.empty() || d.back() != '/') d += '/';
+                    cfg.system_dirs.push_back(std::move(d));
+                }
+                break;
+            case Section::hwcaps:
+                if (it.has("searched")) cfg.hwcaps_active.emplace_back(it.name);
+                if (it.has("supported")) {
+                    if (it.name == "x86-64-v4") cfg.isa_levels |= kLevelBit[0];
+                    if (it.name == "x86-64-v3") cfg.isa_levels |= kLevelBit[1];
+                    if (it.name == "x86-64-v2") cfg.isa_levels |= kLevelBit[2];
+                }
+                break;
+            case Section::legacy:
+                if (it.has("AT_PLATFORM")) {
+                    platform = std::string(it.name);
+                } else if (it.name == "tls") {
+                    // always last in the list of strings
+                } else if (it.has("searched")) {
+                    int bit = x86_hwcap_bit(it.name);
+                    hwcap_bits.emplace_back(bit, std::string(it.name));
+                    if (bit >= 0) cfg.hwcap_searched |= std::uint64_t{1} << bit;
+                }
+                break;
+            case Section::none: break;
+        }
+    }
+    if (!saw_search || cfg.system_dirs.empty()) {
+        if (error) *error = "no system search path in the loader's --help output";
+        return std::nullopt;
+    }
+    cfg.platform = platform;
+    // $LIB is the first system directory without its slashes: lib/x86_64-linux-gnu
+    // on Debian, lib64 upstream.  (ld.so --list-diagnostics prints dl_dst_lib.)
+    std::string_view first = cfg.system_dirs.front();
+    while (first.starts_with('/')) first.remove_prefix(1);
+    while (first.ends_with('/')) first.remove_suffix(1);
+    cfg.dst_lib = std::string(first);
+
+    std::vector<std::string> legacy;
+    if (saw_legacy) {
+        // --help lists hwcap bits from bit 63 down; the search uses ascending order.
+        for (auto it = hwcap_bits.rbegin(); it != hwcap_bits.rend(); ++it) legacy.push_back(it->second);
+        if (platform) legacy.push_back(*platform);
+        legacy.push_back("tls");
+    }
+    cfg.subdirs = make_subdirs(cfg.hwcaps_active, legacy);
+    return cfg;
+}
+
+std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        if (error) *error = std::string("pipe: ") + std::strerror(errno);
+        return std::nullopt;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    // Only the variables that change the loader's view of the CPU travel.
+    std::vector<std::string> keep;
+    for (char** e = environ; e && *e; ++e) {
+        std::string_view v(*e);
+        if (v.starts_with("GLIBC_TUNABLES=") || v.starts_with("LD_HWCAP_MASK=")) keep.emplace_back(v);
+    }
+    std::vector<char*> envp;
+    for (auto& s : keep) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string arg0 = rtld, arg1 = "--help";
+    char* argv[] = {arg0.data(), arg1.data(), nullptr};
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, rtld.c_str(), &fa, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        if (error) *error = "cannot run " + rtld + ": " + std::strerror(rc);
+        return std::nullopt;
+    }
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n > 0) {
+            out.append(buf, static_cast<std::size_t>(n));
+            if (out.size() > (1u << 20)) break;  // a loader's help is a few KiB
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        break;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (error) *error = rtld + " --help failed";
+        return std::nullopt;
+    }
+    auto cfg = parse_ld_so_help(out, error);
+    if (cfg) cfg->rtld_path = rtld;
+    return cfg;
+}
+
+}  // namespace ldshim::loader

@@ -1,0 +1,255 @@
+// ldsearch: print the dynamic loader's library search for a program, line for
+// line as LD_DEBUG=libs prints it, without running the program.  All the logic
+// lives in loader/; this file parses arguments and prints.
+#include "loader/engine.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace ldshim::loader;
+
+namespace {
+
+// Exit statuses (documented in --help and docs/ldsearch.md).
+enum Exit : int {
+    kOk = 0,
+    kLoadFailed = 1,  // the program would not start, or a dlopen would fail
+    kUsage = 2,
+    kBadInput = 3,    // PROGRAM missing, unreadable, not ELF or not for this loader
+    kLoaderQuery = 4, // the loader's configuration could not be read
+};
+
+constexpr const char* kHelp = R"(Usage: ldsearch [OPTION]... PROGRAM
+Print the library search that the dynamic loader performs while PROGRAM starts,
+exactly as LD_DEBUG=libs prints it (without the "PID:<TAB>" prefix), without
+running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
+and applied as the loader would apply them for PROGRAM.
+
+After startup, dlopen calls can be emulated:
+  --dlopen NAME          dlopen(NAME, RTLD_NOW) from the current --from object;
+                         prints its search lines, then the l_name of the object
+                         it returns (repeatable, in order)
+  --dlopen-noload NAME   the same with RTLD_NOLOAD
+  --dlmopen NAME         dlmopen(LM_ID_NEWLM, NAME)
+  --from OBJECT          the calling object for the following dlopens: PROGRAM
+                         (the default) or an object loaded so far, named by
+                         path, l_name or SONAME
+
+Modelling the process:
+  --keep-going           continue past missing libraries, as the loader does
+                         under LD_TRACE_LOADED_OBJECTS=1 (ldd)
+  --secure               model a set-user-ID start (AT_SECURE); by default this
+                         is derived from PROGRAM's set-id bits and your ids
+  --no-secure            never model AT_SECURE
+  --library-path PATH    like ld.so --library-path (replaces LD_LIBRARY_PATH)
+  --inhibit-rpath LIST   like ld.so --inhibit-rpath
+  --inhibit-cache        like ld.so --inhibit-cache
+  --cache FILE           read FILE as /etc/ld.so.cache (lines still name
+                         /etc/ld.so.cache, as the loader prints it)
+  --ld-so PATH           the loader whose configuration is used (default:
+                         PROGRAM's PT_INTERP)
+  --all-lines            print every LD_DEBUG=libs line of the searches,
+                         including the empty lines that close them
+
+  -h, --help             show this help and exit
+  -V, --version          show the version and exit
+
+Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail
+(glibc's message is printed on stderr); 2 usage error; 3 PROGRAM cannot be read
+or is not an ELF program for this loader; 4 the loader's configuration could
+not be read.
+)";
+
+struct Op {
+    enum class Kind { from, dlopen, noload, dlmopen } kind;
+    std::string arg;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+    std::fprintf(stderr, "ldsearch: %s\nTry 'ldsearch --help' for more information.\n", msg.c_str());
+    std::exit(kUsage);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<Op> ops;
+    std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath;
+    std::optional<bool> secure;
+    bool keep_going = false, inhibit_cache = false, all_lines = false;
+    std::string program;
+
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&](const char* opt) -> std::string {
+            if (i + 1 >= argc) usage_error(std::string("option '") + opt + "' requires an argument");
+            return argv[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            std::fputs(kHelp, stdout);
+            return kOk;
+        } else if (a == "-V" || a == "--version") {
+            std::printf("ldsearch (ldshim) %s\n", LDSHIM_VERSION);
+            return kOk;
+        } else if (a == "--dlopen") {
+            ops.push_back({Op::Kind::dlopen, value("--dlopen")});
+        } else if (a == "--dlopen-noload") {
+            ops.push_back({Op::Kind::noload, value("--dlopen-noload")});
+        } else if (a == "--dlmopen") {
+            ops.push_back({Op::Kind::dlmopen, value("--dlmopen")});
+        } else if (a == "--from") {
+            ops.push_back({Op::Kind::from, value("--from")});
+        } else if (a == "--keep-going") {
+            keep_going = true;
+        } else if (a == "--secure") {
+            secure = true;
+        } else if (a == "--no-secure") {
+            secure = false;
+        } else if (a == "--library-path") {
+            library_path = value("--library-path");
+        } else if (a == "--inhibit-rpath") {
+            inhibit_rpath = value("--inhibit-rpath");
+        } else if (a == "--inhibit-cache") {
+            inhibit_cache = true;
+        } else if (a == "--cache") {
+            cache_file = value("--cache");
+        } else if (a == "--ld-so") {
+            ld_so = value("--ld-so");
+        } else if (a == "--all-lines") {
+            all_lines = true;
+        } else if (a == "--") {
+            if (i + 1 < argc) program = argv[++i];
+            if (i + 1 < argc) usage_error("too many arguments");
+        } else if (a.size() > 1 && a[0] == '-') {
+            usage_error("unrecognized option '" + a + "'");
+        } else if (program.empty()) {
+            program = a;
+        } else {
+            usage_error("too many arguments");
+        }
+    }
+    if (program.empty()) usage_error("missing PROGRAM");
+
+    // PROGRAM without a slash is looked up in PATH, as a shell would; argv[0]
+    // (and so every "from file" label) stays as typed.
+    std::string path = program;
+    if (program.find('/') == std::string::npos) {
+        const char* env_path = std::getenv("PATH");
+        std::string dirs = env_path ? env_path : "/usr/bin:/bin";
+        path.clear();
+        for (auto d : split_path(dirs, ":")) {
+            std::string cand = (d.empty() ? std::string(".") : std::string(d)) + "/" + program;
+            if (access(cand.c_str(), X_OK) == 0) {
+                path = cand;
+                break;
+            }
+        }
+        if (path.empty()) {
+            std::fprintf(stderr, "ldsearch: %s: command not found in PATH\n", program.c_str());
+            return kBadInput;
+        }
+    }
+
+    RealFs fs;
+    auto img = fs.open(path);
+    if (!img.image) {
+        std::fprintf(stderr, "ldsearch: %s: %s\n", program.c_str(), std::strerror(img.error));
+        return kBadInput;
+    }
+    auto facts = read_facts(img.image->bytes());
+    if (!facts.ok) {
+        std::fprintf(stderr, "ldsearch: %s: %s\n", program.c_str(),
+                     img.image->read_errno() ? std::strerror(img.image->read_errno()) : facts.error.c_str());
+        return kBadInput;
+    }
+    if (facts.facts.elf_class != 2 || facts.facts.machine != 62) {
+        std::fprintf(stderr, "ldsearch: %s: not an x86-64 ELF program (class %u, machine %u)\n", program.c_str(),
+                     facts.facts.elf_class, facts.facts.machine);
+        return kBadInput;
+    }
+    if (!facts.facts.interp) {
+        std::fprintf(stderr, "ldsearch: %s: not a dynamic executable (no PT_INTERP)\n", program.c_str());
+        return kBadInput;
+    }
+
+    std::string err;
+    auto cfg = query_running_loader(ld_so.value_or(*facts.facts.interp), &err);
+    if (!cfg) {
+        std::fprintf(stderr, "ldsearch: %s\n", err.c_str());
+        return kLoaderQuery;
+    }
+    cfg->inhibit_cache = inhibit_cache;
+    if (cache_file) cfg->cache_path = *cache_file;
+    LdCache cache = LdCache::load(fs, cfg->cache_path);
+
+    EngineOptions opts;
+    opts.argv0 = program;
+    opts.keep_going = keep_going;
+    if (secure) {
+        opts.secure = *secure;
+    } else {
+        // The kernel sets AT_SECURE when a set-id bit changes the effective id.
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0)
+            opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+                          ((st.st_mode & S_ISGID) && st.st_gid != getgid());
+    }
+    if (library_path) {
+        opts.library_path = library_path;
+        opts.library_path_label = Label::library_path_option;
+    } else if (const char* llp = std::getenv("LD_LIBRARY_PATH")) {
+        opts.library_path = std::string(llp);
+    }
+    opts.inhibit_rpath = inhibit_rpath;
+    if (const char* pre = std::getenv("LD_PRELOAD")) opts.preload = pre;
+    if (const char* op = std::getenv("LD_ORIGIN_PATH")) opts.origin_path = std::string(op);
+
+    LdDebugPrinter printer(stdout, !all_lines);
+    Engine engine(std::move(*cfg), fs, cache, &printer, opts);
+    StartResult sr = engine.start(path);
+    for (const auto& w : sr.warnings) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s\n", w.c_str());
+    }
+    if (!sr.ok) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s\n", sr.error.c_str());
+        return kLoadFailed;
+    }
+
+    int status = kOk;
+    int caller = 0;
+    for (const auto& op : ops) {
+        if (op.kind == Op::Kind::from) {
+            caller = op.arg == program ? 0 : engine.find_object(op.arg);
+            if (caller < 0) {
+                std::fprintf(stderr, "ldsearch: --from %s: no such object is loaded\n", op.arg.c_str());
+                return kUsage;
+            }
+            continue;
+        }
+        DlopenRequest req;
+        req.caller = caller;
+        req.name = op.arg;
+        req.noload = op.kind == Op::Kind::noload;
+        if (op.kind == Op::Kind::dlmopen) req.ns_mode = DlopenRequest::Ns::new_ns;
+        MapOutcome r = engine.dlopen(req);
+        if (r.error) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "%s\n", r.error->text().c_str());
+            status = kLoadFailed;
+        } else if (r.object < 0) {
+            std::printf("(not loaded)\n");  // RTLD_NOLOAD miss: dlopen returns NULL without an error
+        } else {
+            const auto& o = engine.objects()[static_cast<std::size_t>(r.object)];
+            std::printf("%s\n", o.kind == Object::Kind::main ? program.c_str() : o.name.c_str());
+        }
+    }
+    return status;
+}
