@@ -54,6 +54,9 @@ Modelling the process:
                          /etc/ld.so.cache, as the loader prints it)
   --ld-so PATH           the loader whose configuration is used (default:
                          PROGRAM's PT_INTERP)
+  --env NAME=VALUE       model PROGRAM's environment variable NAME (one of
+                         LD_LIBRARY_PATH, LD_PRELOAD, LD_ORIGIN_PATH) without
+                         setting it for ldsearch itself; "--env NAME" unsets it
   --all-lines            print every LD_DEBUG=libs line of the searches,
                          including the empty lines that close them
 
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
     std::optional<bool> secure;
     bool keep_going = false, inhibit_cache = false, all_lines = false;
     std::string program;
+    std::vector<std::pair<std::string, std::optional<std::string>>> env_over;
 
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -121,6 +125,14 @@ int main(int argc, char** argv) {
             cache_file = value("--cache");
         } else if (a == "--ld-so") {
             ld_so = value("--ld-so");
+        } else if (a == "--env") {
+            std::string kv = value("--env");
+            auto eq = kv.find('=');
+            std::string name = kv.substr(0, eq);
+            if (name != "LD_LIBRARY_PATH" && name != "LD_PRELOAD" && name != "LD_ORIGIN_PATH")
+                usage_error("--env: unsupported variable '" + name + "'");
+            env_over.emplace_back(name, eq == std::string::npos ? std::nullopt
+                                                                : std::optional<std::string>(kv.substr(eq + 1)));
         } else if (a == "--all-lines") {
             all_lines = true;
         } else if (a == "--") {
@@ -200,15 +212,23 @@ int main(int argc, char** argv) {
             opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
                           ((st.st_mode & S_ISGID) && st.st_gid != getgid());
     }
+    // The modelled environment: ours, with --env overrides.
+    auto modelled = [&](const std::string& name) -> std::optional<std::string> {
+        std::optional<std::string> v;
+        if (const char* e = std::getenv(name.c_str())) v = std::string(e);
+        for (const auto& [n, val] : env_over)
+            if (n == name) v = val;
+        return v;
+    };
     if (library_path) {
         opts.library_path = library_path;
         opts.library_path_label = Label::library_path_option;
-    } else if (const char* llp = std::getenv("LD_LIBRARY_PATH")) {
-        opts.library_path = std::string(llp);
+    } else {
+        opts.library_path = modelled("LD_LIBRARY_PATH");
     }
     opts.inhibit_rpath = inhibit_rpath;
-    if (const char* pre = std::getenv("LD_PRELOAD")) opts.preload = pre;
-    if (const char* op = std::getenv("LD_ORIGIN_PATH")) opts.origin_path = std::string(op);
+    opts.preload = modelled("LD_PRELOAD").value_or("");
+    opts.origin_path = modelled("LD_ORIGIN_PATH");
 
     LdDebugPrinter printer(stdout, !all_lines);
     Engine engine(std::move(*cfg), fs, cache, &printer, opts);

@@ -1,0 +1,313 @@
+#include "harness.h"
+
+#include <elf.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#ifndef LDSEARCH_PATH
+#error "LDSEARCH_PATH must name the ldsearch binary under test"
+#endif
+#ifndef FIXTURE_DIR
+#error "FIXTURE_DIR must name tests/differential/fixtures"
+#endif
+
+namespace ldshim::difftest {
+namespace {
+
+void must(int rc, const std::string& what) {
+    if (rc != 0) throw std::runtime_error("fixture step failed (" + std::to_string(rc) + "): " + what);
+}
+
+bool is_search_line(const std::string& l) {
+    return l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
+           l.starts_with(" search cache=");
+}
+
+std::string join_flags(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& f : v) s += " " + quote(f);
+    return s;
+}
+
+// -L dir -l:file for each needed library, so DT_NEEDED is its SONAME or file name.
+std::string link_args(const std::string& root, const std::vector<std::string>& needs) {
+    std::string s = " -Wl,--no-as-needed";
+    for (const auto& n : needs) {
+        auto slash = n.rfind('/');
+        std::string dir = slash == std::string::npos ? "." : n.substr(0, slash);
+        std::string file = slash == std::string::npos ? n : n.substr(slash + 1);
+        s += " -L" + quote(root + "/" + dir) + " -l:" + quote(file);
+    }
+    return s;
+}
+
+std::string path_args(const std::string& rpath, const std::string& runpath) {
+    std::string s;
+    if (!rpath.empty()) s += " -Wl,--disable-new-dtags -Wl,-rpath," + quote(rpath);
+    if (!runpath.empty()) s += " -Wl,--enable-new-dtags -Wl,-rpath," + quote(runpath);
+    return s;
+}
+
+std::string env_args(const Env& env) {
+    std::string s;
+    for (const auto& [k, v] : env) s += " " + quote(k + "=" + v);
+    return s;
+}
+
+// Variables that change the loader's view of the CPU travel to both runs.
+std::string cpu_env() {
+    std::string s;
+    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"})
+        if (const char* x = getenv(v)) s += " " + quote(std::string(v) + "=" + x);
+    return s;
+}
+
+}  // namespace
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) {
+        if (c == '\'') q += "'\\''";
+        else q += c;
+    }
+    return q + "'";
+}
+
+int sh(const std::string& cmd) {
+    int rc = std::system(cmd.c_str());
+    if (rc == -1) return -1;
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+    std::vector<std::string> out;
+    std::ifstream in(path);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+}
+
+Tree::Tree() {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-diff-XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    root_ = tmpl;
+    mkdir(".out");
+}
+
+Tree::~Tree() {
+    if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(root_));
+}
+
+void Tree::mkdir(const std::string& rel) { must(sh("mkdir -p " + quote(abs(rel))), "mkdir " + rel); }
+
+void Tree::write(const std::string& rel, const std::string& content) {
+    auto slash = rel.rfind('/');
+    if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    std::ofstream(abs(rel), std::ios::binary) << content;
+}
+
+void Tree::symlink(const std::string& target, const std::string& rel) {
+    auto slash = rel.rfind('/');
+    if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    must(::symlink(target.c_str(), abs(rel).c_str()), "symlink " + rel);
+}
+
+void Tree::lib(const std::string& rel, const LibSpec& spec) {
+    auto slash = rel.rfind('/');
+    if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    std::string src = std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
+    std::string cmd = "cc -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
+    if (!spec.soname.empty()) cmd += " -Wl,-soname," + quote(spec.soname);
+    cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags);
+    if (spec.helper) cmd += " -ldl";
+    must(sh(cmd), cmd);
+}
+
+void Tree::lib32(const std::string& rel) {
+    auto slash = rel.rfind('/');
+    if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    std::string cmd = "cc -m32 -shared -nostdlib -fPIC -o " + quote(abs(rel)) + " " +
+                      quote(std::string(FIXTURE_DIR) + "/lib.c");
+    must(sh(cmd), cmd);
+}
+
+void Tree::exe(const std::string& rel, const ExeSpec& spec) {
+    auto slash = rel.rfind('/');
+    if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    std::string src = std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
+    std::string cmd = "cc -O0 -o " + quote(abs(rel)) + " " + quote(src);
+    cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags) + " -ldl";
+    must(sh(cmd), cmd);
+}
+
+void Tree::patchelf(const std::vector<std::string>& args) {
+    std::string cmd = "cd " + quote(root_) + " && patchelf";
+    for (const auto& a : args) cmd += " " + quote(a);
+    must(sh(cmd), cmd);
+}
+
+void Tree::set_machine(const std::string& rel, unsigned machine) {
+    std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
+    std::uint16_t m = static_cast<std::uint16_t>(machine);
+    f.seekp(offsetof(Elf64_Ehdr, e_machine));
+    f.write(reinterpret_cast<const char*>(&m), sizeof m);
+    if (!f) throw std::runtime_error("set_machine failed on " + rel);
+}
+
+namespace {
+// Calls fn(dyn, offset) for each dynamic entry until it returns true.
+template <typename Fn>
+bool for_each_dyn(std::fstream& f, Fn fn) {
+    Elf64_Ehdr eh{};
+    f.read(reinterpret_cast<char*>(&eh), sizeof eh);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
+        f.read(reinterpret_cast<char*>(&ph), sizeof ph);
+        if (ph.p_type != PT_DYNAMIC) continue;
+        for (std::uint64_t off = ph.p_offset; off + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz;
+             off += sizeof(Elf64_Dyn)) {
+            Elf64_Dyn d{};
+            f.seekg(static_cast<std::streamoff>(off));
+            f.read(reinterpret_cast<char*>(&d), sizeof d);
+            if (d.d_tag == DT_NULL) break;
+            if (fn(d, off)) return true;
+        }
+    }
+    return false;
+}
+}  // namespace
+
+void Tree::retag(const std::string& rel, long long from, long long to) {
+    std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
+    bool done = for_each_dyn(f, [&](Elf64_Dyn& d, std::uint64_t off) {
+        if (d.d_tag != from) return false;
+        d.d_tag = to;
+        f.seekp(static_cast<std::streamoff>(off));
+        f.write(reinterpret_cast<const char*>(&d), sizeof d);
+        return true;
+    });
+    if (!done) throw std::runtime_error("no dynamic tag " + std::to_string(from) + " in " + rel);
+}
+
+void Tree::set_flags1(const std::string& rel, unsigned long long bits) {
+    std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
+    Elf64_Ehdr eh{};
+    f.read(reinterpret_cast<char*>(&eh), sizeof eh);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
+        f.read(reinterpret_cast<char*>(&ph), sizeof ph);
+        if (ph.p_type != PT_DYNAMIC) continue;
+        for (std::uint64_t off = ph.p_offset; off + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz;
+             off += sizeof(Elf64_Dyn)) {
+            Elf64_Dyn d{};
+            f.seekg(static_cast<std::streamoff>(off));
+            f.read(reinterpret_cast<char*>(&d), sizeof d);
+            if (d.d_tag == DT_FLAGS_1) {
+                d.d_un.d_val |= bits;
+                f.seekp(static_cast<std::streamoff>(off));
+                f.write(reinterpret_cast<const char*>(&d), sizeof d);
+                return;
+            }
+            if (d.d_tag == DT_NULL) break;
+        }
+    }
+    throw std::runtime_error("no DT_FLAGS_1 in " + rel + " (link it as PIE)");
+}
+
+Capture Tree::real(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
+               const std::string& prefix) const {
+    std::string out = abs(".out/real");
+    sh("rm -f " + quote(out) + ".*");
+    std::string cmd = "cd " + quote(root_) + " && " + prefix + " env -i PATH=/usr/bin:/bin" + cpu_env() +
+                      env_args(env) + " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(out + ".dbg") + " " + quote(prog);
+    for (const auto& o : ops) cmd += " " + quote(o);
+    cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
+    Capture r;
+    r.status = sh(cmd);
+    glob_t g{};
+    if (glob((out + ".dbg.*").c_str(), 0, nullptr, &g) == 0) {
+        for (std::size_t i = 0; i < g.gl_pathc; ++i)
+            for (auto& l : read_lines(g.gl_pathv[i])) {
+                // Drop the "%10d:\t" PID prefix.
+                auto tab = l.find(":\t");
+                std::string payload = tab == std::string::npos ? l : l.substr(tab + 2);
+                if (is_search_line(payload)) r.search.push_back(payload);
+            }
+        globfree(&g);
+    }
+    for (auto& l : read_lines(out + ".stderr")) r.errors.push_back(l);
+    for (auto& l : read_lines(out + ".stdout")) {
+        if (l.starts_with("RESULT ")) r.results.push_back(l.substr(7));
+        if (l.starts_with("ERROR ")) r.errors.push_back(l.substr(6));
+    }
+    return r;
+}
+
+Capture Tree::emulated(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
+                   const std::vector<std::string>& extra_args) const {
+    std::string out = abs(".out/emu");
+    std::string cmd = "cd " + quote(root_) + " && env -i PATH=/usr/bin:/bin" + cpu_env();
+    // CPU-view variables reach ldsearch's own environment: it asks ld.so.
+    for (const auto& [k, v] : env)
+        if (k == "GLIBC_TUNABLES" || k == "LD_HWCAP_MASK") cmd += " " + quote(k + "=" + v);
+    cmd += " " + quote(LDSEARCH_PATH);
+    for (const auto& [k, v] : env) {
+        if (k == "LD_LIBRARY_PATH" || k == "LD_PRELOAD" || k == "LD_ORIGIN_PATH")
+            cmd += " --env " + quote(k + "=" + v);
+    }
+    for (const auto& a : extra_args) cmd += " " + quote(a);
+    for (const auto& o : ops) {
+        std::string name = o.substr(2);
+        switch (o[0]) {
+            case 'o': cmd += " --from " + quote(prog) + " --dlopen " + quote(name); break;
+            case 'n': cmd += " --from " + quote(prog) + " --dlopen-noload " + quote(name); break;
+            case 'm': cmd += " --from " + quote(prog) + " --dlmopen " + quote(name); break;
+            case 'l': cmd += " --from " + quote(helper_name) + " --dlopen " + quote(name); break;
+            case 'z': cmd += " --from " + quote(prog) + " --dlopen ''"; break;
+            default: throw std::runtime_error("bad op " + o);
+        }
+    }
+    cmd += " -- " + quote(prog) + " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
+    Capture r;
+    r.status = sh(cmd);
+    for (auto& l : read_lines(out + ".stdout")) {
+        if (is_search_line(l))
+            r.search.push_back(l);
+        else
+            r.results.push_back(l);
+    }
+    r.errors = read_lines(out + ".stderr");
+    return r;
+}
+
+std::string unified_diff(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                         const std::string& label_a, const std::string& label_b) {
+    if (a == b) return {};
+    char dir[] = "/tmp/ldshim-udiff-XXXXXX";
+    if (!mkdtemp(dir)) return "(cannot create a diff directory)";
+    std::string d = dir;
+    auto dump = [](const std::string& p, const std::vector<std::string>& v) {
+        std::ofstream o(p);
+        for (const auto& l : v) o << l << '\n';
+    };
+    dump(d + "/a", a);
+    dump(d + "/b", b);
+    sh("diff -u --label " + quote(label_a) + " --label " + quote(label_b) + " " + quote(d + "/a") + " " +
+       quote(d + "/b") + " > " + quote(d + "/diff"));
+    std::ifstream in(d + "/diff");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    sh("rm -rf " + quote(d));
+    return ss.str();
+}
+
+}  // namespace ldshim::difftest

@@ -1,0 +1,84 @@
+// Builds trees of tiny programs and libraries at test time, runs the real
+// loader on them under LD_DEBUG=libs, runs ldsearch on the same tree, and
+// compares the two.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ldshim::difftest {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+struct LibSpec {
+    std::string soname;              // -Wl,-soname (empty: none)
+    std::vector<std::string> needs;  // tree-relative libraries to link against
+    std::string rpath;               // DT_RPATH (--disable-new-dtags)
+    std::string runpath;             // DT_RUNPATH (--enable-new-dtags)
+    bool helper = false;             // build helper.c (helper_dlopen) instead of lib.c
+    std::vector<std::string> flags;  // extra compiler/linker flags
+};
+
+struct ExeSpec {
+    std::vector<std::string> needs;
+    std::string rpath;
+    std::string runpath;
+    bool driver = true;  // dlo.c (the dlopen driver) or main.c
+    std::vector<std::string> flags;
+};
+
+struct Capture {
+    std::vector<std::string> search;   // LD_DEBUG=libs search lines
+    std::vector<std::string> results;  // what each dlopen returned
+    std::vector<std::string> errors;   // startup/preload/dlopen error texts
+    int status = 0;
+};
+
+class Tree {
+public:
+    Tree();
+    ~Tree();
+    Tree(const Tree&) = delete;
+    Tree& operator=(const Tree&) = delete;
+
+    const std::string& root() const { return root_; }
+    // The object that defines helper_dlopen, as ldsearch --from names it.
+    std::string helper_name = "libhelper.so";
+    std::string abs(const std::string& rel) const { return root_ + "/" + rel; }
+
+    void lib(const std::string& rel, const LibSpec& spec);
+    void exe(const std::string& rel, const ExeSpec& spec);
+    void lib32(const std::string& rel);  // a 32-bit ELF shared object
+    void write(const std::string& rel, const std::string& content);
+    void mkdir(const std::string& rel);
+    void symlink(const std::string& target, const std::string& rel);
+    void set_flags1(const std::string& rel, unsigned long long bits);  // OR into DT_FLAGS_1
+    void set_machine(const std::string& rel, unsigned machine);         // rewrite e_machine
+    // Change the tag of the first dynamic entry tagged `from` (e.g. turn a
+    // DT_SONAME string into a DT_RUNPATH one, to get both RPATH and RUNPATH).
+    void retag(const std::string& rel, long long from, long long to);
+    void patchelf(const std::vector<std::string>& args);
+
+    // The real loader: `cd root && env -i VARS LD_DEBUG=libs PROG OPS...`.
+    // `prefix` is a command put before env (setpriv, unshare ...).
+    Capture real(const std::string& prog, const std::vector<std::string>& ops, const Env& env = {},
+             const std::string& prefix = "") const;
+    // ldsearch on the same program, with the same ops and environment.
+    Capture emulated(const std::string& prog, const std::vector<std::string>& ops, const Env& env = {},
+                 const std::vector<std::string>& extra_args = {}) const;
+
+private:
+    std::string root_;
+};
+
+// Runs a shell command; returns its exit status.  Output goes to the files.
+int sh(const std::string& cmd);
+std::string quote(const std::string& s);
+std::vector<std::string> read_lines(const std::string& path);
+
+// A unified diff between two line sequences (empty when equal).
+std::string unified_diff(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                         const std::string& label_a, const std::string& label_b);
+
+}  // namespace ldshim::difftest

@@ -1,0 +1,273 @@
+// The engine over an in-memory filesystem: each test is a scenario named
+// after the rule it pins down, checked through the LD_DEBUG lines it emits
+// and the objects it loads.
+#include "elf_builder.h"
+#include "fake_fs.h"
+#include "loader/engine.h"
+
+#include <gtest/gtest.h>
+
+using namespace ldshim::loader;
+using namespace ldshim::testing;
+
+namespace {
+
+LoaderConfig small_config() {
+    LoaderConfig c;
+    c.system_dirs = {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"};
+    c.subdirs = {"glibc-hwcaps/x86-64-v2/", ""};
+    c.hwcaps_active = {"x86-64-v2"};
+    c.platform = "x86_64";
+    c.dst_lib = "lib/x86_64-linux-gnu";
+    return c;
+}
+
+struct World {
+    FakeFs fs;
+    LdCache cache;  // empty: no cache hits
+    TraceRecorder rec;
+    EngineOptions opts;
+    std::unique_ptr<Engine> engine;
+
+    World() {
+        opts.argv0 = "./prog";
+        opts.preload_file.reset();
+        fs.file("/lib/x86_64-linux-gnu/libc.so.6", as_string(build_elf({.soname = "libc.so.6"})));
+        fs.file("/lib64/ld-linux-x86-64.so.2", as_string(build_elf({.soname = "ld-linux-x86-64.so.2"})));
+    }
+    void lib(const std::string& path, ElfSpec spec = {}) { fs.file(path, as_string(build_elf(spec))); }
+    void prog(ElfSpec spec) {
+        spec.type = 3;
+        spec.interp = "/lib64/ld-linux-x86-64.so.2";
+        fs.file("/t/prog", as_string(build_elf(spec)));
+    }
+    StartResult start() {
+        engine = std::make_unique<Engine>(small_config(), fs, cache, &rec, opts);
+        return engine->start("/t/prog");
+    }
+    std::vector<std::string> lines() {
+        std::vector<std::string> out;
+        for (const auto& e : rec.events)
+            if (auto p = ld_debug_payload(e); p && is_search_line(*p)) out.push_back(*p);
+        rec.events.clear();
+        return out;
+    }
+    std::string loaded(const MapOutcome& m) const {
+        return m.object < 0 ? "" : engine->objects()[static_cast<std::size_t>(m.object)].name;
+    }
+    MapOutcome dlopen(const std::string& name, int caller = 0) {
+        DlopenRequest r;
+        r.caller = caller;
+        r.name = name;
+        return engine->dlopen(r);
+    }
+};
+
+}  // namespace
+
+TEST(Engine, rpath_over_env_over_runpath) {
+    World w;
+    w.lib("/rp/libL.so");
+    w.lib("/env/libL.so");
+    w.lib("/run/libL.so");
+    w.opts.library_path = "/env";
+    w.prog({.needed = {"libc.so.6"}, .rpath = "/rp"});
+    ASSERT_TRUE(w.start().ok);
+    EXPECT_EQ(w.loaded(w.dlopen("libL.so")), "/rp/libL.so");
+
+    World v;
+    v.lib("/env/libL.so");
+    v.lib("/run/libL.so");
+    v.opts.library_path = "/env";
+    v.prog({.needed = {"libc.so.6"}, .runpath = "/run"});
+    ASSERT_TRUE(v.start().ok);
+    EXPECT_EQ(v.loaded(v.dlopen("libL.so")), "/env/libL.so");
+}
+
+TEST(Engine, loader_runpath_disables_every_rpath) {
+    World w;
+    w.lib("/mainrp/libM.so");
+    w.lib("/h/libhelper.so", {.soname = "libhelper.so", .runpath = "/hrun"});
+    w.fs.dir("/hrun");
+    w.prog({.needed = {"libhelper.so", "libc.so.6"}, .rpath = "/h:/mainrp"});
+    ASSERT_TRUE(w.start().ok);
+    int helper = w.engine->find_object("libhelper.so");
+    ASSERT_GE(helper, 0);
+    w.lines();
+    auto m = w.dlopen("libM.so", helper);
+    ASSERT_TRUE(m.error);
+    EXPECT_EQ(m.error->text(), "libM.so: cannot open shared object file: No such file or directory");
+    for (const auto& l : w.lines()) EXPECT_EQ(l.find("mainrp"), std::string::npos) << l;
+    EXPECT_EQ(w.loaded(w.dlopen("libM.so")), "/mainrp/libM.so");  // from the program itself
+}
+
+TEST(Engine, dlopened_object_searches_own_rpath_then_main_not_callers) {
+    World w;
+    w.lib("/q/libQ.so", {.needed = {"libR.so"}, .rpath = "/qrp"});
+    w.fs.dir("/qrp");
+    w.lib("/h2rp/libR.so");
+    w.lib("/h2/libhelper.so", {.soname = "libhelper.so", .rpath = "/h2rp"});
+    w.prog({.needed = {"libhelper.so", "libc.so.6"}, .rpath = "/h2"});
+    ASSERT_TRUE(w.start().ok);
+    int helper = w.engine->find_object("libhelper.so");
+    w.lines();
+    auto m = w.dlopen("/q/libQ.so", helper);
+    ASSERT_TRUE(m.error);
+    auto l = w.lines();
+    ASSERT_GE(l.size(), 3u);
+    EXPECT_EQ(l[0], "find library=libR.so [0]; searching");
+    EXPECT_EQ(l[1], " search path=/qrp/glibc-hwcaps/x86-64-v2:/qrp\t\t(RPATH from file /q/libQ.so)");
+    // /h2/glibc-hwcaps/x86-64-v2 was pruned while libhelper was found at startup.
+    EXPECT_EQ(l[4], " search path=/h2\t\t(RPATH from file ./prog)");
+    // The failed dlopen unloaded libQ: it can be opened again by name.
+    EXPECT_EQ(w.engine->find_object("/q/libQ.so"), -1);
+}
+
+TEST(Engine, soname_answers_once_loaded) {
+    World w;
+    w.lib("/rp/libreal.so", {.soname = "libalias.so.2"});
+    w.prog({.needed = {"libc.so.6"}, .rpath = "/rp"});
+    ASSERT_TRUE(w.start().ok);
+    auto a = w.dlopen("libreal.so");
+    w.lines();
+    auto b = w.dlopen("libalias.so.2");
+    EXPECT_EQ(a.object, b.object);
+    EXPECT_TRUE(w.lines().empty());  // already loaded: no search at all
+}
+
+TEST(Engine, header_label_belongs_to_list_that_created_the_entry) {
+    World w;
+    w.fs.dir("/common");
+    w.lib("/b/libX.so");
+    w.lib("/m/libB.so", {.soname = "libB.so", .needed = {"libX.so"}, .rpath = "/common:/b"});
+    w.prog({.needed = {"libB.so", "libc.so.6"}, .rpath = "/common:/m"});
+    ASSERT_TRUE(w.start().ok);
+    auto l = w.lines();
+    auto it = std::find(l.begin(), l.end(), "find library=libX.so [0]; searching");
+    ASSERT_NE(it, l.end());
+    EXPECT_EQ(*(it + 1), " search path=/common:/b/glibc-hwcaps/x86-64-v2:/b\t\t(RPATH from file ./prog)");
+}
+
+TEST(Engine, list_with_only_missing_dirs_is_dropped_for_good) {
+    World w;
+    w.opts.library_path = "/nonexist3";
+    w.prog({.needed = {"libc.so.6"}, .rpath = "/nonexist1:/nonexist2"});
+    ASSERT_TRUE(w.start().ok);
+    w.lines();
+    EXPECT_TRUE(w.dlopen("libnothere.so").error);
+    auto l = w.lines();
+    ASSERT_GE(l.size(), 2u);
+    // The RPATH list is gone; the environment list stays as an empty header.
+    EXPECT_EQ(l[1], " search path=\t\t(LD_LIBRARY_PATH)");
+}
+
+TEST(Engine, needed_cycle_terminates) {
+    World w;
+    w.lib("/l/libA.so", {.soname = "libA.so", .needed = {"libB.so"}});
+    w.lib("/l/libB.so", {.soname = "libB.so", .needed = {"libA.so"}});
+    w.prog({.needed = {"libA.so", "libc.so.6"}, .rpath = "/l"});
+    auto r = w.start();
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(w.engine->objects().size(), 6u);  // main, ld.so, vdso, A, B, libc
+}
+
+TEST(Engine, deep_dependency_chain) {
+    World w;
+    const int depth = 2000;
+    for (int i = 0; i < depth; ++i) {
+        ElfSpec s{.soname = "lib" + std::to_string(i) + ".so"};
+        if (i + 1 < depth) s.needed = {"lib" + std::to_string(i + 1) + ".so"};
+        w.lib("/chain/lib" + std::to_string(i) + ".so", s);
+    }
+    w.prog({.needed = {"lib0.so", "libc.so.6"}, .rpath = "/chain"});
+    auto r = w.start();
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(w.engine->objects().size(), static_cast<std::size_t>(depth + 4));
+}
+
+TEST(Engine, missing_dependency_fails_startup_with_glibc_text) {
+    World w;
+    w.prog({.needed = {"libgone.so"}});
+    auto r = w.start();
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "./prog: error while loading shared libraries: libgone.so: cannot open shared object file: "
+                       "No such file or directory");
+}
+
+TEST(Engine, keep_going_continues_past_missing_library) {
+    World w;
+    w.opts.keep_going = true;
+    w.prog({.needed = {"libgone.so", "libc.so.6"}});
+    EXPECT_TRUE(w.start().ok);
+    EXPECT_GE(w.engine->find_object("libc.so.6"), 0);
+}
+
+TEST(Engine, secure_mode_ignores_ld_library_path_and_untrusted_origin) {
+    World w;
+    w.opts.secure = true;
+    w.opts.library_path = "/env";
+    w.lib("/env/libL.so");
+    w.lib("/t/o1/libL.so");
+    w.prog({.needed = {"libc.so.6"}, .rpath = "$ORIGIN/o1"});
+    ASSERT_TRUE(w.start().ok);
+    w.lines();
+    auto m = w.dlopen("libL.so");
+    EXPECT_TRUE(m.error);
+    for (const auto& l : w.lines()) {
+        EXPECT_EQ(l.find("/env"), std::string::npos) << l;
+        EXPECT_EQ(l.find("/t/o1"), std::string::npos) << l;
+    }
+}
+
+TEST(Engine, secure_preload_needs_setuid_bit_and_no_slash) {
+    World w;
+    w.opts.secure = true;
+    w.opts.preload = "libP.so /abs/libQ.so";
+    w.lib("/lib/x86_64-linux-gnu/libP.so");  // mode 0755: no set-user-ID bit
+    w.fs.file("/abs/libQ.so", as_string(build_elf({})), 0104755);
+    w.prog({.needed = {"libc.so.6"}});
+    auto r = w.start();
+    ASSERT_TRUE(r.ok);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_EQ(r.warnings[0],
+              "ERROR: ld.so: object 'libP.so' from LD_PRELOAD cannot be preloaded (cannot open shared object file): "
+              "ignored.");
+    EXPECT_EQ(w.engine->find_object("/abs/libQ.so"), -1);
+}
+
+TEST(Engine, dst_in_needed_is_fatal_in_secure_mode) {
+    World w;
+    w.opts.secure = true;
+    w.prog({.needed = {"$ORIGIN/o1/libO.so"}});
+    auto r = w.start();
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "./prog: error while loading shared libraries: $ORIGIN/o1/libO.so: DST not allowed in "
+                       "SUID/SGID programs");
+}
+
+TEST(Engine, records_how_each_object_was_found) {
+    World w;
+    w.lib("/rp/libA.so", {.soname = "libA.so"});
+    w.prog({.needed = {"libA.so", "libc.so.6"}, .rpath = "/rp"});
+    ASSERT_TRUE(w.start().ok);
+    const auto& a = w.engine->objects()[static_cast<std::size_t>(w.engine->find_object("libA.so"))];
+    EXPECT_EQ(a.found_by, Source::rpath);
+    EXPECT_EQ(a.found_via, 0);
+    EXPECT_EQ(a.origin, "/rp");
+    const auto& c = w.engine->objects()[static_cast<std::size_t>(w.engine->find_object("libc.so.6"))];
+    EXPECT_EQ(c.found_by, Source::system);
+}
+
+TEST(Engine, rtld_noload_miss_is_null_without_error) {
+    World w;
+    w.lib("/rp/libA.so");
+    w.prog({.needed = {"libc.so.6"}, .rpath = "/rp"});
+    ASSERT_TRUE(w.start().ok);
+    DlopenRequest r;
+    r.name = "libA.so";
+    r.noload = true;
+    auto m = w.engine->dlopen(r);
+    EXPECT_FALSE(m.error);
+    EXPECT_EQ(m.object, -1);
+    EXPECT_FALSE(w.lines().empty());  // the search still ran and printed
+}

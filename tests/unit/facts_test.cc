@@ -1,0 +1,91 @@
+#include "elf_builder.h"
+#include "loader/elf_facts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace ldshim::loader;
+using namespace ldshim::testing;
+
+TEST(ElfFacts, decodes_dynamic_strings_and_flags) {
+    auto img = build_elf({.soname = "libx.so.1", .needed = {"libc.so.6", "libm.so.6"}, .rpath = "$ORIGIN",
+                          .runpath = "/r", .interp = "/lib64/ld-linux-x86-64.so.2", .flags_1 = 0x800});
+    auto r = read_facts(img);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.facts.needed, (std::vector<std::string>{"libc.so.6", "libm.so.6"}));
+    EXPECT_EQ(r.facts.soname, "libx.so.1");
+    EXPECT_EQ(r.facts.rpath, "$ORIGIN");
+    EXPECT_EQ(r.facts.runpath, "/r");
+    EXPECT_EQ(r.facts.interp, "/lib64/ld-linux-x86-64.so.2");
+    EXPECT_TRUE(r.facts.nodeflib());
+    EXPECT_FALSE(r.facts.effective_rpath().has_value());  // RUNPATH hides RPATH
+}
+
+TEST(ElfFacts, object_without_dynamic_section) {
+    auto r = read_facts(build_elf({.dynamic = false}));
+    ASSERT_TRUE(r.ok);
+    EXPECT_FALSE(r.facts.has_dynamic);
+}
+
+TEST(ElfFacts, every_truncation_is_rejected_or_decoded_never_a_crash) {
+    auto img = build_elf({.soname = "libt.so", .needed = {"libc.so.6"}, .rpath = "/a:/b"});
+    std::size_t ok = 0;
+    for (std::size_t n = 0; n < img.size(); ++n) {
+        auto r = read_facts(std::span(img.data(), n));
+        if (r.ok) ++ok;
+        else EXPECT_FALSE(r.error.empty()) << "at " << n;
+    }
+    EXPECT_TRUE(read_facts(img).ok);
+    EXPECT_LT(ok, img.size());
+}
+
+TEST(ElfFacts, string_offset_out_of_range_is_an_error) {
+    auto img = build_elf({.needed = {"libc.so.6"}});
+    // Find the DT_NEEDED entry and point it far away.
+    for (std::size_t off = 0; off + 16 <= img.size(); off += 8) {
+        std::int64_t tag;
+        std::memcpy(&tag, img.data() + off, 8);
+        std::uint64_t val;
+        std::memcpy(&val, img.data() + off + 8, 8);
+        if (tag == 1 && val == 1) {
+            val = 1u << 30;
+            std::memcpy(img.data() + off + 8, &val, 8);
+            break;
+        }
+    }
+    auto r = read_facts(img);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("out of range"), std::string::npos);
+}
+
+TEST(ElfFacts, not_elf) {
+    std::string s = "#!/bin/sh\necho hi\n";
+    auto r = read_facts(std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()));
+    EXPECT_FALSE(r.ok);
+}
+
+TEST(ElfFacts, compiler_built_library_matches_readelf) {
+    char dir[] = "/tmp/ldshim-facts-XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir));
+    std::string d = dir;
+    std::string cmd = "cc -shared -fPIC -o " + d + "/libf.so " FIXTURE_DIR "/lib.c -Wl,-soname,libf.so.7 "
+                      "-Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib' -Wl,-z,now -Wl,--no-as-needed -lm";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(d + "/libf.so", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string bytes = ss.str();
+    auto r = read_facts(std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+    std::system(("rm -rf " + d).c_str());
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.facts.soname, "libf.so.7");
+    EXPECT_EQ(r.facts.rpath, "$ORIGIN/../lib");
+    EXPECT_TRUE(r.facts.flags_1 & 1u);  // DF_1_NOW
+    EXPECT_FALSE(r.facts.nodeflib());
+    EXPECT_NE(std::find(r.facts.needed.begin(), r.facts.needed.end(), "libm.so.6"), r.facts.needed.end());
+}
