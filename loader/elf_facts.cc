@@ -1,97 +1,72 @@
 #include "loader/elf_facts.h"
 
-#include <gelf.h>
-#include <libelf.h>
+#include "loader/fs.h"
+
+#include <elf.h>
 
 #include <cstring>
 #include <limits>
-#include <memory>
 
 namespace ldshim::loader {
 namespace {
 
-struct ElfCloser {
-    void operator()(Elf* e) const { elf_end(e); }
+struct Elf32Types {
+    using Ehdr = Elf32_Ehdr;
+    using Phdr = Elf32_Phdr;
+    using Dyn = Elf32_Dyn;
 };
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
+struct Elf64Types {
+    using Ehdr = Elf64_Ehdr;
+    using Phdr = Elf64_Phdr;
+    using Dyn = Elf64_Dyn;
+};
 
-bool init_libelf() {
-    static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-    return ok;
+// Caps that keep hostile headers from turning into huge allocations.
+constexpr std::uint64_t kMaxPhnum = 0xffff;
+constexpr std::uint64_t kMaxDynamic = 1u << 24;
+constexpr std::uint64_t kMaxStrtab = 1u << 28;
+
+template <typename T>
+bool read_struct(const FileImage& img, std::uint64_t off, T* out) {
+    return img.read_at(off, sizeof(T), reinterpret_cast<std::byte*>(out));
 }
 
-// Translate a virtual address to a file offset through the PT_LOAD segments,
-// as the loader's own mapping would place it.  Only the file-backed part of a
-// segment counts.
-std::optional<std::uint64_t> vaddr_to_offset(const std::vector<GElf_Phdr>& loads, std::uint64_t vaddr) {
-    for (const auto& ph : loads) {
-        if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) return ph.p_offset + (vaddr - ph.p_vaddr);
-    }
-    return std::nullopt;
-}
-
-// A NUL-terminated string at `off` inside [table, table+size) and inside the
-// image; nullopt if either bound is crossed.
-std::optional<std::string> string_at(std::span<const std::byte> image, std::uint64_t table, std::uint64_t size,
-                                     std::uint64_t off) {
-    if (off >= size || table > image.size() || size > image.size() - table) return std::nullopt;
-    const char* base = reinterpret_cast<const char*>(image.data()) + table;
-    const void* nul = std::memchr(base + off, '\0', size - off);
-    if (!nul) return std::nullopt;
-    return std::string(base + off, static_cast<const char*>(nul));
-}
-
-}  // namespace
-
-FactsResult read_facts(std::span<const std::byte> image) {
+template <typename E>
+FactsResult decode(const FileImage& img) {
     FactsResult r;
-    if (!init_libelf()) {
-        r.error = "libelf initialisation failed";
+    auto fail = [&](const char* why) {
+        r.ok = false;
+        r.error = why;
         return r;
-    }
-    if (image.size() < EI_NIDENT || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0) {
-        r.error = "not an ELF file";
-        return r;
-    }
-    // libelf only reads through this pointer (ELF_C_READ_MMAP semantics).
-    ElfPtr elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(image.data())), image.size()));
-    if (!elf || elf_kind(elf.get()) != ELF_K_ELF) {
-        r.error = "not an ELF file";
-        return r;
-    }
-    GElf_Ehdr eh;
-    if (!gelf_getehdr(elf.get(), &eh)) {
-        r.error = "truncated or corrupt ELF header";
-        return r;
-    }
+    };
+    typename E::Ehdr eh;
+    if (!read_struct(img, 0, &eh)) return fail("truncated or corrupt ELF header");
     auto& f = r.facts;
     f.elf_class = eh.e_ident[EI_CLASS];
     f.osabi = eh.e_ident[EI_OSABI];
     f.machine = eh.e_machine;
     f.type = eh.e_type;
 
-    std::size_t phnum = 0;
-    if (elf_getphdrnum(elf.get(), &phnum) != 0) {
-        r.error = "corrupt program header table";
+    // Program headers: one read (normally already inside the first 832 bytes).
+    if (eh.e_phnum == 0) {
+        r.ok = true;
         return r;
     }
-    std::vector<GElf_Phdr> loads;
-    std::optional<GElf_Phdr> dynamic;
-    for (std::size_t i = 0; i < phnum; ++i) {
-        GElf_Phdr ph;
-        if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph)) {
-            r.error = "program header table extends past the end of the file";
-            return r;
-        }
-        if (ph.p_type == PT_LOAD) loads.push_back(ph);
-        if (ph.p_type == PT_DYNAMIC && !dynamic) dynamic = ph;
-        if (ph.p_type == PT_INTERP && !f.interp) {
-            if (ph.p_offset > image.size() || ph.p_filesz > image.size() - ph.p_offset || ph.p_filesz == 0) {
-                r.error = "PT_INTERP lies outside the file";
-                return r;
-            }
-            const char* s = reinterpret_cast<const char*>(image.data()) + ph.p_offset;
-            f.interp = std::string(s, strnlen(s, ph.p_filesz));
+    if (eh.e_phentsize != sizeof(typename E::Phdr)) return fail("corrupt program header table");
+    if (eh.e_phnum > kMaxPhnum) return fail("corrupt program header table");
+    std::vector<typename E::Phdr> ph(eh.e_phnum);
+    if (!img.read_at(eh.e_phoff, ph.size() * sizeof(typename E::Phdr), reinterpret_cast<std::byte*>(ph.data())))
+        return fail("program header table extends past the end of the file");
+
+    const typename E::Phdr* dynamic = nullptr;
+    for (const auto& p : ph) {
+        if (p.p_type == PT_DYNAMIC && !dynamic) dynamic = &p;
+        if (p.p_type == PT_INTERP && !f.interp) {
+            if (p.p_filesz == 0 || p.p_filesz > 4096) return fail("PT_INTERP lies outside the file");
+            std::string s(p.p_filesz, '\0');
+            if (!img.read_at(p.p_offset, s.size(), reinterpret_cast<std::byte*>(s.data())))
+                return fail("PT_INTERP lies outside the file");
+            f.interp = std::string(s.c_str());
         }
     }
     if (!dynamic) {
@@ -99,23 +74,16 @@ FactsResult read_facts(std::span<const std::byte> image) {
         return r;
     }
     f.has_dynamic = true;
-    if (dynamic->p_offset > image.size() || dynamic->p_filesz > image.size() - dynamic->p_offset) {
-        r.error = "dynamic section lies outside the file";
-        return r;
-    }
-    Elf_Data* data = elf_getdata_rawchunk(elf.get(), static_cast<int64_t>(dynamic->p_offset), dynamic->p_filesz, ELF_T_DYN);
-    if (!data) {
-        r.error = "unreadable dynamic section";
-        return r;
-    }
-    std::size_t ndyn = data->d_size / gelf_fsize(elf.get(), ELF_T_DYN, 1, EV_CURRENT);
+    std::uint64_t ndyn = dynamic->p_filesz / sizeof(typename E::Dyn);
+    if (ndyn == 0 || dynamic->p_filesz > kMaxDynamic) return fail("dynamic section lies outside the file");
+    std::vector<typename E::Dyn> dyn(ndyn);
+    if (!img.read_at(dynamic->p_offset, ndyn * sizeof(typename E::Dyn), reinterpret_cast<std::byte*>(dyn.data())))
+        return fail("dynamic section lies outside the file");
 
-    // Decode once: string offsets first, strings after DT_STRTAB is known.
+    // Decode once into offsets; strings come after DT_STRTAB is known.
     std::optional<std::uint64_t> strtab_vaddr, strsz, soname_off, rpath_off, runpath_off;
     std::vector<std::uint64_t> needed_off;
-    for (std::size_t i = 0; i < ndyn; ++i) {
-        GElf_Dyn d;
-        if (!gelf_getdyn(data, static_cast<int>(i), &d)) break;
+    for (const auto& d : dyn) {
         if (d.d_tag == DT_NULL) break;
         switch (d.d_tag) {
             case DT_NEEDED: needed_off.push_back(d.d_un.d_val); break;
@@ -130,24 +98,52 @@ FactsResult read_facts(std::span<const std::byte> image) {
             default: break;
         }
     }
-    bool any_string = !needed_off.empty() || soname_off || rpath_off || runpath_off;
-    if (!any_string) {
+    if (needed_off.empty() && !soname_off && !rpath_off && !runpath_off) {
         r.ok = true;
         return r;
     }
-    if (!strtab_vaddr || !strsz) {
-        r.error = "dynamic section has strings but no DT_STRTAB/DT_STRSZ";
-        return r;
-    }
-    auto strtab = vaddr_to_offset(loads, *strtab_vaddr);
-    if (!strtab) {
-        r.error = "DT_STRTAB points outside every loadable segment";
-        return r;
-    }
+    if (!strtab_vaddr || !strsz) return fail("dynamic section has strings but no DT_STRTAB/DT_STRSZ");
+    // DT_STRTAB is an address: map it through the file-backed PT_LOADs.
+    std::optional<std::uint64_t> strtab_off;
+    for (const auto& p : ph)
+        if (p.p_type == PT_LOAD && *strtab_vaddr >= p.p_vaddr && *strtab_vaddr - p.p_vaddr < p.p_filesz) {
+            strtab_off = p.p_offset + (*strtab_vaddr - p.p_vaddr);
+            break;
+        }
+    if (!strtab_off) return fail("DT_STRTAB points outside every loadable segment");
+
+    // Read only the part of the table that the strings we need live in; if the
+    // last string runs past that window, read on to the table's end.
+    std::uint64_t lo = std::numeric_limits<std::uint64_t>::max(), hi = 0;
+    auto span_of = [&](std::uint64_t off) {
+        lo = std::min(lo, off);
+        hi = std::max(hi, off);
+    };
+    for (auto o : needed_off) span_of(o);
+    for (auto o : {soname_off, rpath_off, runpath_off})
+        if (o) span_of(*o);
+    if (hi >= *strsz) return fail("string offset is out of range");
+    std::string tab;
+    auto load = [&](std::uint64_t end) {
+        // A table that claims to run past the end of the file is cut there.
+        std::uint64_t start = *strtab_off + lo;
+        std::uint64_t avail = img.size() > start ? img.size() - start : 0;
+        std::uint64_t len = std::min(end - lo, avail);
+        if (len > kMaxStrtab) return false;
+        tab.assign(len, '\0');
+        return img.read_at(start, len, reinterpret_cast<std::byte*>(tab.data()));
+    };
+    std::uint64_t end = std::min<std::uint64_t>(*strsz, hi + 4096);
+    if (!load(end)) return fail("string table lies outside the file");
     auto get = [&](std::uint64_t off, const char* what) -> std::optional<std::string> {
-        auto s = string_at(image, *strtab, *strsz, off);
-        if (!s) r.error = std::string(what) + " string offset is out of range";
-        return s;
+        std::uint64_t rel = off - lo;
+        for (;;) {
+            const void* nul = rel < tab.size() ? std::memchr(tab.data() + rel, '\0', tab.size() - rel) : nullptr;
+            if (nul) return std::string(static_cast<const char*>(tab.data()) + rel, static_cast<const char*>(nul));
+            if (end >= *strsz || !load(end = *strsz)) break;
+        }
+        r.error = std::string(what) + " string offset is out of range";
+        return std::nullopt;
     };
     for (auto off : needed_off) {
         auto s = get(off, "DT_NEEDED");
@@ -159,6 +155,28 @@ FactsResult read_facts(std::span<const std::byte> image) {
     if (runpath_off && !(f.runpath = get(*runpath_off, "DT_RUNPATH"))) return r;
     r.ok = true;
     return r;
+}
+
+}  // namespace
+
+FactsResult read_facts(const FileImage& image) {
+    auto head = image.head();
+    if (head.size() < EI_NIDENT || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0)
+        return {false, {}, "not an ELF file"};
+    const auto* id = reinterpret_cast<const unsigned char*>(head.data());
+    if (id[EI_DATA] != ELFDATA2LSB) {
+        FactsResult r{false, {}, "big-endian ELF files are not supported"};
+        r.facts.elf_class = id[EI_CLASS];
+        return r;
+    }
+    if (id[EI_CLASS] == ELFCLASS64) return decode<Elf64Types>(image);
+    if (id[EI_CLASS] == ELFCLASS32) return decode<Elf32Types>(image);
+    return {false, {}, "unknown ELF class"};
+}
+
+FactsResult read_facts(std::span<const std::byte> image) {
+    MemoryImage m(std::string(reinterpret_cast<const char*>(image.data()), image.size()), {}, 0);
+    return read_facts(m);
 }
 
 }  // namespace ldshim::loader

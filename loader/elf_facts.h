@@ -47,7 +47,19 @@ struct FactsResult {
     std::string error;  // why the bytes are not a usable ELF object
 };
 
-// Decode the facts of an ELF file image (64- or 32-bit, either byte order).
+class FileImage;
+
+// Decode the facts of a little-endian ELF file (32- or 64-bit).  Reads the
+// header, the program headers, the dynamic section and the string table and
+// nothing else, every access bounds-checked against the file: two reads for a
+// typical library.  This is the loader's own reading order (musl and glibc do
+// the same), and what the search uses.
+FactsResult read_facts(const FileImage& image);
 FactsResult read_facts(std::span<const std::byte> image);
+
+// The same facts through libelf (elfutils), for any class and byte order.
+// Slower (it builds section tables and makes four reads per file); kept as
+// the reference that the fast reader is tested against.
+FactsResult read_facts_libelf(std::span<const std::byte> image);
 
 }  // namespace ldshim::loader

@@ -32,11 +32,12 @@ std::string header_item(const std::string& dir, const std::string& sub) {
 
 Engine::Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, EngineOptions opts)
     : cfg_(std::move(cfg)), fs_(fs), cache_(cache), sink_(sink), opts_(std::move(opts)), pool_(cfg_.subdirs.size()) {
+    objects_.reserve(128);
     // The system directories are the first pool entries.
     for (const auto& d : cfg_.system_dirs) system_.push_back(pool_.intern(d, Label::system, std::nullopt));
 }
 
-void Engine::emit(TraceEvent e) {
+void Engine::emit(TraceEvent&& e) {
     if (sink_) sink_->event(e);
 }
 
@@ -218,18 +219,46 @@ int Engine::first_in_ns(unsigned ns) const {
     return -1;
 }
 
-// Step A: a name, real path or (once) SONAME of an object in the namespace.
+// Step A: the first object of the namespace, in load order, whose real path
+// or one of whose names is `name`, or whose SONAME is `name` (that SONAME is
+// then added to its names, once).
 int Engine::match_loaded(const std::string& name, unsigned ns) {
-    for (std::size_t i = 0; i < objects_.size(); ++i) {
-        Object& o = objects_[i];
-        if (o.ns != ns || o.removed) continue;
-        if (name == o.name || contains(o.names, name)) return static_cast<int>(i);
-        if (o.soname_added || !o.facts.soname || *o.facts.soname != name) continue;
-        o.names.push_back(*o.facts.soname);
+    auto first = [&](const std::unordered_map<std::string, std::vector<int>>& index) {
+        int best = -1;
+        if (auto it = index.find(name); it != index.end())
+            for (int i : it->second) {
+                const Object& o = objects_[static_cast<std::size_t>(i)];
+                if (o.ns == ns && !o.removed && (best < 0 || i < best)) best = i;
+            }
+        return best;
+    };
+    int by_name = first(by_name_);
+    int by_soname = first(by_soname_);
+    if (by_soname >= 0 && objects_[static_cast<std::size_t>(by_soname)].soname_added) by_soname = -1;
+    if (by_soname >= 0 && (by_name < 0 || by_soname < by_name)) {
+        Object& o = objects_[static_cast<std::size_t>(by_soname)];
         o.soname_added = true;
-        return static_cast<int>(i);
+        add_name(by_soname, *o.facts.soname);
+        return by_soname;
     }
-    return -1;
+    return by_name;
+}
+
+void Engine::add_name(int idx, const std::string& name) {
+    Object& o = objects_[static_cast<std::size_t>(idx)];
+    if (contains(o.names, name)) return;
+    o.names.push_back(name);
+    by_name_[name].push_back(idx);
+}
+
+int Engine::add_object(Object o) {
+    int idx = static_cast<int>(objects_.size());
+    by_name_[o.name].push_back(idx);
+    for (const auto& n : o.names)
+        if (n != o.name) by_name_[n].push_back(idx);
+    if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
+    objects_.push_back(std::move(o));
+    return idx;
 }
 
 std::optional<std::string> Engine::origin_of_path(const std::string& path) {
@@ -344,7 +373,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     for (std::size_t i = 0; i < objects_.size(); ++i) {
         Object& o = objects_[i];
         if (o.ns == ns && !o.removed && o.id.valid() && o.id == id) {
-            if (!contains(o.names, name)) o.names.push_back(name);
+            add_name(static_cast<int>(i), name);
             out.object = static_cast<int>(i);
             emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, Source::same_file, name});
             return out;
@@ -361,15 +390,14 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
             p.facts = r.facts;
             p.ns = ns;
             p.loader = (mode & kModeCallmap) ? -1 : loader;
-            objects_.push_back(std::move(p));
-            out.object = static_cast<int>(objects_.size() - 1);
+            out.object = add_object(std::move(p));
             out.is_new = true;
             return out;
         }
     }
     if (mode & kModeNoload) return out;
 
-    auto facts = read_facts(found.image->bytes());
+    auto facts = read_facts(*found.image);
     if (!facts.ok) {
         out.error = LoadError{name, facts.error, 0};
         return out;
@@ -399,8 +427,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     o.found_by = last_source_;
     o.found_via = last_owner_;
     emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, last_source_, name});
-    objects_.push_back(std::move(o));
-    out.object = static_cast<int>(objects_.size() - 1);
+    out.object = add_object(std::move(o));
     out.is_new = true;
     return out;
 }
@@ -450,7 +477,7 @@ StartResult Engine::start(const std::string& program) {
         res.error = LoadError{program, "cannot open", img.error}.text();
         return res;
     }
-    auto facts = read_facts(img.image->bytes());
+    auto facts = read_facts(*img.image);
     if (!facts.ok) {
         res.ok = false;
         res.error = program + ": " + facts.error;
@@ -471,8 +498,7 @@ StartResult Engine::start(const std::string& program) {
         while (o.size() > 1 && o.back() == '/') o.pop_back();
         m.origin = o;
     }
-    objects_.push_back(std::move(m));
-    main_ = 0;
+    main_ = add_object(std::move(m));
 
     // ld.so, known by its PT_INTERP string and its SONAME.
     Object r;
@@ -480,12 +506,11 @@ StartResult Engine::start(const std::string& program) {
     r.name = facts.facts.interp.value_or(cfg_.rtld_path);
     r.names = {r.name};
     if (auto ri = fs_.open(r.name); ri.image) {
-        auto rf = read_facts(ri.image->bytes());
+        auto rf = read_facts(*ri.image);
         if (rf.ok) r.facts = rf.facts;
     }
     if (r.facts.soname && *r.facts.soname != r.name) r.names.push_back(*r.facts.soname);
-    objects_.push_back(std::move(r));
-    rtld_ = 1;
+    rtld_ = add_object(std::move(r));
 
     if (opts_.has_vdso) {
         Object v;
@@ -493,7 +518,7 @@ StartResult Engine::start(const std::string& program) {
         v.name = "linux-vdso.so.1";
         v.names = {v.name};
         v.facts.soname = v.name;
-        objects_.push_back(std::move(v));
+        add_object(std::move(v));
     }
 
     // Search paths: the main program's RUNPATH (or else RPATH), then

@@ -15,6 +15,7 @@
 #include "loader/trace.h"
 
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -125,7 +126,7 @@ private:
         bool found_other_class = false;
     };
 
-    void emit(TraceEvent e);
+    void emit(TraceEvent&& e);
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
     std::string expand(const Object& owner, std::string_view s) const;
@@ -138,6 +139,8 @@ private:
     int main_index() const { return main_; }
     int first_in_ns(unsigned ns) const;
     int match_loaded(const std::string& name, unsigned ns);
+    void add_name(int idx, const std::string& name);
+    int add_object(Object o);
     std::optional<std::string> origin_of_path(const std::string& path);
     std::optional<LoadError> load_deps(std::vector<int> roots);
     unsigned new_namespace() const;
@@ -151,6 +154,11 @@ private:
     DirList system_;
     std::optional<DirList> env_;  // LD_LIBRARY_PATH list; nullopt = none
     std::vector<Object> objects_;
+    // Indexes over objects_ for step A: which objects answer to a name, and
+    // which SONAMEs have not been matched yet.  Entries are object indices in
+    // load order.
+    std::unordered_map<std::string, std::vector<int>> by_name_;
+    std::unordered_map<std::string, std::vector<int>> by_soname_;
     int main_ = -1;
     int rtld_ = -1;
     int errno_ = 0;  // the loader's errno, as it flows between system calls

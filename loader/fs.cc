@@ -1,84 +1,125 @@
 #include "loader/fs.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace ldshim::loader {
+
+MemoryImage::MemoryImage(std::string data, FileId id, std::uint32_t mode, int read_errno) : data_(std::move(data)) {
+    auto all = bytes();
+    head_ = all.first(std::min(all.size(), kHeadSize));
+    size_ = data_.size();
+    id_ = id;
+    mode_ = mode;
+    read_errno_ = read_errno;
+}
+
+bool FileImage::read_at(std::uint64_t off, std::size_t len, std::byte* out) const {
+    auto all = bytes();
+    if (off > all.size() || len > all.size() - off) return false;
+    std::memcpy(out, all.data() + off, len);
+    return true;
+}
+
+std::span<const std::byte> MemoryImage::bytes() const {
+    return {reinterpret_cast<const std::byte*>(data_.data()), data_.size()};
+}
+
 namespace {
 
-class MappedImage final : public FileImage {
+class FdImage final : public FileImage {
 public:
-    MappedImage(void* addr, std::size_t len, const struct stat& st, int read_errno)
-        : addr_(addr), len_(len) {
-        bytes_ = {static_cast<const std::byte*>(addr), addr ? len : 0};
+    FdImage(int fd, const struct stat& st) : fd_(fd), regular_(S_ISREG(st.st_mode)) {
         id_ = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
         mode_ = st.st_mode;
-        read_errno_ = read_errno;
+        size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+        if (S_ISDIR(st.st_mode)) {
+            read_errno_ = EISDIR;
+            return;
+        }
+        // Like the loader: read until an ELF header's worth arrived, EOF or error.
+        head_buf_.resize(kHeadSize);
+        std::size_t len = 0;
+        while (len < 64) {
+            ssize_t n = ::read(fd_, head_buf_.data() + len, head_buf_.size() - len);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                if (n < 0) read_errno_ = errno;
+                break;
+            }
+            len += static_cast<std::size_t>(n);
+        }
+        head_buf_.resize(len);
+        head_ = head_buf_;
+        if (!regular_) size_ = len;
     }
-    ~MappedImage() override {
-        if (addr_) munmap(addr_, len_);
+    ~FdImage() override { ::close(fd_); }
+    FdImage(const FdImage&) = delete;
+    FdImage& operator=(const FdImage&) = delete;
+
+    int fd() const override { return regular_ ? fd_ : -1; }
+
+    bool read_at(std::uint64_t off, std::size_t len, std::byte* out) const override {
+        if (off > size_ || len > size_ - off) return false;
+        if (off + len <= head_.size()) {  // already read with the header
+            std::memcpy(out, head_.data() + off, len);
+            return true;
+        }
+        if (!regular_) return false;
+        std::size_t got = 0;
+        while (got < len) {
+            ssize_t n = ::pread(fd_, out + got, len - got, static_cast<off_t>(off + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            got += static_cast<std::size_t>(n);
+        }
+        return true;
     }
-    MappedImage(const MappedImage&) = delete;
-    MappedImage& operator=(const MappedImage&) = delete;
+
+    std::span<const std::byte> bytes() const override {
+        if (!regular_) return head_;
+        if (!all_read_) {
+            all_read_ = true;
+            all_.resize(size_);
+            std::size_t got = 0;
+            while (got < all_.size()) {
+                ssize_t n = ::pread(fd_, all_.data() + got, all_.size() - got, static_cast<off_t>(got));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) break;
+                got += static_cast<std::size_t>(n);
+            }
+            all_.resize(got);  // a file that shrank under us reads as what is there
+        }
+        return all_;
+    }
 
 private:
-    void* addr_;
-    std::size_t len_;
-};
-
-class BufferImage final : public FileImage {
-public:
-    BufferImage(std::vector<std::byte> data, const struct stat& st, int read_errno)
-        : data_(std::move(data)) {
-        bytes_ = data_;
-        id_ = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-        mode_ = st.st_mode;
-        read_errno_ = read_errno;
-    }
-
-private:
-    std::vector<std::byte> data_;
-};
-
-// Closes the descriptor on every path out of open().
-struct Fd {
-    int fd;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
+    int fd_;
+    bool regular_;
+    std::vector<std::byte> head_buf_;
+    mutable bool all_read_ = false;
+    mutable std::vector<std::byte> all_;
 };
 
 }  // namespace
 
 OpenResult RealFs::open(const std::string& path) {
-    Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-    if (fd.fd < 0) return {nullptr, errno};
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return {nullptr, errno};
     struct stat st {};
-    if (fstat(fd.fd, &st) != 0) return {nullptr, errno};
-
-    if (S_ISDIR(st.st_mode)) return {std::make_shared<BufferImage>(std::vector<std::byte>{}, st, EISDIR), 0};
-
-    if (S_ISREG(st.st_mode)) {
-        auto len = static_cast<std::size_t>(st.st_size);
-        if (len == 0) return {std::make_shared<BufferImage>(std::vector<std::byte>{}, st, 0), 0};
-        void* addr = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-        if (addr == MAP_FAILED) return {std::make_shared<BufferImage>(std::vector<std::byte>{}, st, errno), 0};
-        return {std::make_shared<MappedImage>(addr, len, st, 0), 0};
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        ::close(fd);
+        return {nullptr, err};
     }
-
-    // A device or FIFO: what a single bounded read yields, like the loader's read.
-    std::vector<std::byte> buf(4096);
-    ssize_t n = ::read(fd.fd, buf.data(), buf.size());
-    int err = n < 0 ? errno : 0;
-    buf.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    return {std::make_shared<BufferImage>(std::move(buf), st, err), 0};
+    return {std::make_shared<FdImage>(fd, st), 0};
 }
 
 Fs::StatResult RealFs::stat(const std::string& path) {

@@ -22,22 +22,46 @@ struct FileId {
     friend bool operator==(const FileId&, const FileId&) = default;
 };
 
-// The bytes of an opened file.  For a directory (which open(2) accepts)
-// `bytes` is empty and `read_errno` is EISDIR, exactly what glibc's read()
-// would have reported.
+// An opened file.  `head()` is what the loader's first read(2) returns (up
+// to kHeadSize bytes); for a directory, which open(2) accepts, it is empty and
+// `read_errno()` is EISDIR, exactly what glibc sees.  The rest of the file is
+// read only when asked for: a search opens many large libraries and needs a
+// few hundred bytes of most of them.
 class FileImage {
 public:
+    static constexpr std::size_t kHeadSize = 832;  // glibc's struct filebuf on 64-bit
+
     virtual ~FileImage() = default;
-    std::span<const std::byte> bytes() const { return bytes_; }
+    std::span<const std::byte> head() const { return head_; }
+    std::uint64_t size() const { return size_; }
     FileId id() const { return id_; }
     std::uint32_t mode() const { return mode_; }
     int read_errno() const { return read_errno_; }
+    // A descriptor open on the file (for libelf's on-demand reads), or -1.
+    virtual int fd() const { return -1; }
+    // The whole file, read on first use.  Not safe to call concurrently on
+    // one image.
+    virtual std::span<const std::byte> bytes() const = 0;
+    // Exactly `len` bytes at `off` into `out` (pread semantics); false if the
+    // range is not all inside the file.
+    virtual bool read_at(std::uint64_t off, std::size_t len, std::byte* out) const;
 
 protected:
-    std::span<const std::byte> bytes_;
+    std::span<const std::byte> head_;
+    std::uint64_t size_ = 0;
     FileId id_;
     std::uint32_t mode_ = 0;
     int read_errno_ = 0;
+};
+
+// A FileImage over bytes held in memory (tests, generated files).
+class MemoryImage final : public FileImage {
+public:
+    MemoryImage(std::string data, FileId id, std::uint32_t mode, int read_errno = 0);
+    std::span<const std::byte> bytes() const override;
+
+private:
+    std::string data_;
 };
 
 struct OpenResult {
@@ -62,9 +86,8 @@ public:
     virtual std::optional<std::string> realpath(const std::string& path) = 0;
 };
 
-// The real filesystem.  Regular files are mapped read-only; FIFOs and devices
-// are opened non-blocking and read up to one page, so that a hostile search
-// path cannot hang the caller.
+// The real filesystem.  Files are opened non-blocking (a FIFO on a search
+// path cannot hang the caller) and read with pread(2) on demand.
 class RealFs final : public Fs {
 public:
     OpenResult open(const std::string& path) override;

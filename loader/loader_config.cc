@@ -1,13 +1,18 @@
 #include "loader/loader_config.h"
 
+#include <cpuid.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 extern char** environ;
 
@@ -161,7 +166,10 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
     return cfg;
 }
 
-std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error) {
+namespace {
+
+// The stdout of `RTLD --help`, or nullopt.
+std::optional<std::string> run_help(const std::string& rtld, std::string* error) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         if (error) *error = std::string("pipe: ") + std::strerror(errno);
@@ -211,8 +219,101 @@ std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::s
         if (error) *error = rtld + " --help failed";
         return std::nullopt;
     }
-    auto cfg = parse_ld_so_help(out, error);
+    return out;
+}
+
+// FNV-1a over everything that can change the loader's answer.
+std::string cache_key(const std::string& rtld) {
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&](const void* p, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            h ^= static_cast<const unsigned char*>(p)[i];
+            h *= 1099511628211ULL;
+        }
+    };
+    auto mix_str = [&](const std::string& s) { mix(s.data(), s.size() + 1); };
+    mix_str("ldshim-loader-config-v1");
+    mix_str(rtld);
+    struct stat st {};
+    if (::stat(rtld.c_str(), &st) == 0) {
+        mix(&st.st_dev, sizeof st.st_dev);
+        mix(&st.st_ino, sizeof st.st_ino);
+        mix(&st.st_size, sizeof st.st_size);
+        mix(&st.st_mtim, sizeof st.st_mtim);
+    }
+    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"}) {
+        const char* x = std::getenv(v);
+        mix_str(x ? std::string("=") + x : std::string("unset"));
+    }
+    unsigned regs[4] = {};
+    for (unsigned leaf : {0u, 1u, 7u, 0x80000001u}) {
+        if (__get_cpuid_count(leaf, 0, &regs[0], &regs[1], &regs[2], &regs[3])) mix(regs, sizeof regs);
+    }
+    if (__get_cpuid(1, &regs[0], &regs[1], &regs[2], &regs[3]) && (regs[2] & bit_OSXSAVE)) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // the OS-enabled register state
+        mix(&lo, sizeof lo);
+        mix(&hi, sizeof hi);
+    }
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(boot, id);
+    mix_str(id);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return hex;
+}
+
+}  // namespace
+
+std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error) {
+    auto out = run_help(rtld, error);
+    if (!out) return std::nullopt;
+    auto cfg = parse_ld_so_help(*out, error);
     if (cfg) cfg->rtld_path = rtld;
+    return cfg;
+}
+
+std::string default_cache_dir() {
+    if (const char* off = std::getenv("LDSHIM_NO_CACHE"); off && *off) return {};
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/ldshim";
+    if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.cache/ldshim";
+    return {};
+}
+
+std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error) {
+    if (dir.empty()) return query_running_loader(rtld, error);
+    std::string path = dir + "/loader-" + cache_key(rtld) + ".txt";
+    {
+        std::ifstream in(path);
+        if (in) {
+            std::stringstream ss;
+            ss << in.rdbuf();
+            if (auto cfg = parse_ld_so_help(ss.str(), nullptr)) {
+                cfg->rtld_path = rtld;
+                return cfg;
+            }
+        }
+    }
+    auto out = run_help(rtld, error);
+    if (!out) return std::nullopt;
+    auto cfg = parse_ld_so_help(*out, error);
+    if (!cfg) return std::nullopt;
+    cfg->rtld_path = rtld;
+    // Best effort: a cache that cannot be written is simply not used.
+    std::string parent = dir.substr(0, dir.rfind('/'));
+    ::mkdir(parent.c_str(), 0700);
+    ::mkdir(dir.c_str(), 0700);
+    std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
+    {
+        std::ofstream o(tmp, std::ios::trunc);
+        o << *out;
+        if (!o) {
+            std::remove(tmp.c_str());
+            return cfg;
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
     return cfg;
 }
 

@@ -45,6 +45,17 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
 // it.  This is the edge that talks to the real loader.
 std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error);
 
+// The same, through a small on-disk cache of the loader's answer (running
+// ld.so costs about half a millisecond, a third of a whole ldsearch run).
+// The cache key covers everything the answer depends on: the loader file
+// (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
+// feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
+std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error);
+
+// $XDG_CACHE_HOME/ldshim or $HOME/.cache/ldshim; empty when neither is set or
+// LDSHIM_NO_CACHE is set.
+std::string default_cache_dir();
+
 // Bit number of an x86 legacy hwcap name ("sse2", "x86_64", "avx512_1"), or -1.
 int x86_hwcap_bit(std::string_view name);
 

@@ -43,6 +43,22 @@ bool is_search_line(std::string_view p) {
 }
 
 void LdDebugPrinter::event(const TraceEvent& e) {
+    using K = TraceEvent::Kind;
+    // The search lines are written directly; the rest goes through the payload.
+    if (e.kind == K::trying || e.kind == K::find_library || e.kind == K::search_cache) {
+        std::fputs(prefix_.c_str(), out_);
+        if (e.kind == K::trying) {
+            std::fputs("  trying file=", out_);
+            std::fwrite(e.text.data(), 1, e.text.size(), out_);
+        } else if (e.kind == K::search_cache) {
+            std::fputs(" search cache=", out_);
+            std::fwrite(e.text.data(), 1, e.text.size(), out_);
+        } else {
+            std::fprintf(out_, "find library=%s [%u]; searching", e.text.c_str(), e.ns);
+        }
+        std::fputc('\n', out_);
+        return;
+    }
     auto p = ld_debug_payload(e);
     if (!p || (only_ && !is_search_line(*p))) return;
     std::fputs(prefix_.c_str(), out_);

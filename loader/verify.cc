@@ -8,9 +8,6 @@
 namespace ldshim::loader {
 namespace {
 
-// glibc reads this much at once; program headers beyond it are pread().
-constexpr std::size_t kFileBuf = 832;
-
 VerifyResult fatal(const char* msg, int err = 0) { return {Verdict::fatal, msg, err}; }
 
 template <typename T>
@@ -23,7 +20,7 @@ T load(const std::byte* p) {
 }  // namespace
 
 VerifyResult verify_candidate(const FileImage& image, const HostAbi& host) {
-    auto bytes = image.bytes();
+    auto bytes = image.head();
     // The read loop stops at the first short read; a directory fails with EISDIR.
     if (bytes.size() < sizeof(Elf64_Ehdr)) {
         int err = image.read_errno();
@@ -57,8 +54,8 @@ VerifyResult verify_candidate(const FileImage& image, const HostAbi& host) {
     if (eh.e_phentsize != sizeof(Elf64_Phdr)) return fatal("ELF file's phentsize not the expected size");
     std::uint64_t maplen = std::uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
     // In the first buffer, or pread() of exactly maplen bytes.
-    bool in_buf = eh.e_phoff + maplen <= std::min(bytes.size(), kFileBuf);
-    if (!in_buf && (eh.e_phoff > bytes.size() || maplen > bytes.size() - eh.e_phoff))
+    bool in_buf = eh.e_phoff + maplen <= bytes.size();
+    if (!in_buf && (eh.e_phoff > image.size() || maplen > image.size() - eh.e_phoff))
         return fatal("cannot read file data");
     return {};
 }

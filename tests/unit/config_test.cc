@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 using namespace ldshim::loader;
 
 namespace {
@@ -80,4 +82,30 @@ TEST(LoaderConfig, running_loader_answers) {
     EXPECT_FALSE(cfg->system_dirs.empty());
     EXPECT_EQ(cfg->subdirs.back(), "");
     EXPECT_FALSE(query_running_loader("/nonexistent/ld.so", &err));
+}
+
+TEST(LoaderConfig, cached_answer_equals_fresh_answer) {
+    char tmpl[] = "/tmp/ldshim-cfg-XXXXXX";
+    ASSERT_TRUE(mkdtemp(tmpl));
+    std::string dir = std::string(tmpl) + "/sub/ldshim";
+    std::string err;
+    auto fresh = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
+    auto first = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);   // miss: runs ld.so, writes
+    auto second = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);  // hit: reads the file
+    ASSERT_TRUE(fresh && first && second) << err;
+    for (const auto* c : {&*first, &*second}) {
+        EXPECT_EQ(c->system_dirs, fresh->system_dirs);
+        EXPECT_EQ(c->subdirs, fresh->subdirs);
+        EXPECT_EQ(c->platform, fresh->platform);
+        EXPECT_EQ(c->hwcap_searched, fresh->hwcap_searched);
+    }
+    EXPECT_EQ(std::system(("test -n \"$(ls " + dir + ")\"").c_str()), 0) << "nothing was cached";
+    // A different tunable is a different key, hence a fresh answer.
+    setenv("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2", 1);
+    auto tuned = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);
+    auto tuned_fresh = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
+    unsetenv("GLIBC_TUNABLES");
+    ASSERT_TRUE(tuned && tuned_fresh);
+    EXPECT_EQ(tuned->subdirs, tuned_fresh->subdirs);
+    std::system((std::string("rm -rf ") + tmpl).c_str());
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <cstdio>
 
 using namespace ldshim::loader;
 using namespace ldshim::testing;
@@ -37,8 +38,11 @@ TEST(ElfFacts, every_truncation_is_rejected_or_decoded_never_a_crash) {
     std::size_t ok = 0;
     for (std::size_t n = 0; n < img.size(); ++n) {
         auto r = read_facts(std::span(img.data(), n));
-        if (r.ok) ++ok;
-        else EXPECT_FALSE(r.error.empty()) << "at " << n;
+        if (r.ok) {
+            ++ok;
+        } else {
+            EXPECT_FALSE(r.error.empty()) << "at " << n;
+        }
     }
     EXPECT_TRUE(read_facts(img).ok);
     EXPECT_LT(ok, img.size());
@@ -88,4 +92,56 @@ TEST(ElfFacts, compiler_built_library_matches_readelf) {
     EXPECT_TRUE(r.facts.flags_1 & 1u);  // DF_1_NOW
     EXPECT_FALSE(r.facts.nodeflib());
     EXPECT_NE(std::find(r.facts.needed.begin(), r.facts.needed.end(), "libm.so.6"), r.facts.needed.end());
+}
+
+// The fast reader against libelf, on every ELF file in the system library
+// directories and /usr/bin.
+TEST(ElfFacts, fast_reader_agrees_with_libelf_on_system_files) {
+    std::size_t compared = 0;
+    for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/bin"}) {
+        std::string cmd = std::string("find ") + dir + " -maxdepth 1 -type f -size -64M";
+        FILE* p = popen(cmd.c_str(), "r");
+        ASSERT_NE(p, nullptr);
+        char line[4096];
+        while (fgets(line, sizeof line, p)) {
+            std::string path(line);
+            path.pop_back();
+            std::ifstream in(path, std::ios::binary);
+            std::stringstream ss;
+            ss << in.rdbuf();
+            std::string bytes = ss.str();
+            if (bytes.size() < 64 || bytes.compare(0, 4, "\x7f" "ELF") != 0) continue;
+            std::span<const std::byte> img(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
+            auto fast = read_facts(img);
+            auto ref = read_facts_libelf(img);
+            ASSERT_EQ(fast.ok, ref.ok) << path << ": " << fast.error << " / " << ref.error;
+            if (!fast.ok) continue;
+            EXPECT_EQ(fast.facts.needed, ref.facts.needed) << path;
+            EXPECT_EQ(fast.facts.soname, ref.facts.soname) << path;
+            EXPECT_EQ(fast.facts.rpath, ref.facts.rpath) << path;
+            EXPECT_EQ(fast.facts.runpath, ref.facts.runpath) << path;
+            EXPECT_EQ(fast.facts.interp, ref.facts.interp) << path;
+            EXPECT_EQ(fast.facts.flags_1, ref.facts.flags_1) << path;
+            EXPECT_EQ(fast.facts.machine, ref.facts.machine) << path;
+            ++compared;
+        }
+        pclose(p);
+    }
+    EXPECT_GT(compared, 500u);
+    std::printf("[ COMPARED ] %zu ELF files: fast reader == libelf\n", compared);
+}
+
+TEST(ElfFacts, truncations_agree_with_libelf_about_failure) {
+    auto img = build_elf({.soname = "libt.so", .needed = {"libc.so.6"}, .rpath = "/a:/b"});
+    for (std::size_t n = 0; n <= img.size(); ++n) {
+        auto part = std::span(img.data(), n);
+        auto fast = read_facts(part);
+        auto ref = read_facts_libelf(part);
+        if (fast.ok && ref.ok) {
+            EXPECT_EQ(fast.facts.needed, ref.facts.needed) << n;
+        }
+        if (!fast.ok) {
+            EXPECT_FALSE(fast.error.empty());
+        }
+    }
 }

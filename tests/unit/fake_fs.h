@@ -27,8 +27,12 @@ public:
     loader::OpenResult open(const std::string& path) override {
         opened.push_back(path);
         auto full = absolute(path);
-        if (auto it = files_.find(full); it != files_.end()) return {std::make_shared<Image>(it->second), 0};
-        if (dirs_.count(full)) return {std::make_shared<Image>(Entry{{}, 040755, 1}, EISDIR), 0};
+        if (auto it = files_.find(full); it != files_.end())
+            return {std::make_shared<loader::MemoryImage>(it->second.bytes, loader::FileId{1, it->second.ino},
+                                                          it->second.mode),
+                    0};
+        if (dirs_.count(full))
+            return {std::make_shared<loader::MemoryImage>(std::string(), loader::FileId{1, 1}, 040755, EISDIR), 0};
         return {nullptr, parent_is_file(full) ? ENOTDIR : ENOENT};
     }
     StatResult stat(const std::string& path) override {
@@ -53,18 +57,6 @@ private:
         std::string bytes;
         std::uint32_t mode;
         std::uint64_t ino;
-    };
-    class Image final : public loader::FileImage {
-    public:
-        explicit Image(Entry e, int read_errno = 0) : e_(std::move(e)) {
-            bytes_ = {reinterpret_cast<const std::byte*>(e_.bytes.data()), e_.bytes.size()};
-            id_ = {1, e_.ino};
-            mode_ = e_.mode;
-            read_errno_ = read_errno;
-        }
-
-    private:
-        Entry e_;
     };
     static std::string parent(const std::string& p) {
         auto s = p.rfind('/');

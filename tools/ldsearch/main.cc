@@ -59,6 +59,12 @@ Modelling the process:
                          setting it for ldsearch itself; "--env NAME" unsets it
   --all-lines            print every LD_DEBUG=libs line of the searches,
                          including the empty lines that close them
+  --no-config-cache      ask the loader for its configuration (ld.so --help)
+                         instead of reusing the answer cached under
+                         $XDG_CACHE_HOME/ldshim (or ~/.cache/ldshim); the cache
+                         key covers the loader file, the CPU, GLIBC_TUNABLES,
+                         LD_HWCAP_MASK and the boot; LDSHIM_NO_CACHE=1 also
+                         disables it
 
   -h, --help             show this help and exit
   -V, --version          show the version and exit
@@ -85,7 +91,7 @@ int main(int argc, char** argv) {
     std::vector<Op> ops;
     std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath;
     std::optional<bool> secure;
-    bool keep_going = false, inhibit_cache = false, all_lines = false;
+    bool keep_going = false, inhibit_cache = false, all_lines = false, no_cache = false;
     std::string program;
     std::vector<std::pair<std::string, std::optional<std::string>>> env_over;
 
@@ -133,6 +139,8 @@ int main(int argc, char** argv) {
                 usage_error("--env: unsupported variable '" + name + "'");
             env_over.emplace_back(name, eq == std::string::npos ? std::nullopt
                                                                 : std::optional<std::string>(kv.substr(eq + 1)));
+        } else if (a == "--no-config-cache") {
+            no_cache = true;
         } else if (a == "--all-lines") {
             all_lines = true;
         } else if (a == "--") {
@@ -174,7 +182,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ldsearch: %s: %s\n", program.c_str(), std::strerror(img.error));
         return kBadInput;
     }
-    auto facts = read_facts(img.image->bytes());
+    auto facts = read_facts(*img.image);
     if (!facts.ok) {
         std::fprintf(stderr, "ldsearch: %s: %s\n", program.c_str(),
                      img.image->read_errno() ? std::strerror(img.image->read_errno()) : facts.error.c_str());
@@ -191,7 +199,7 @@ int main(int argc, char** argv) {
     }
 
     std::string err;
-    auto cfg = query_running_loader(ld_so.value_or(*facts.facts.interp), &err);
+    auto cfg = query_loader_cached(ld_so.value_or(*facts.facts.interp), no_cache ? std::string() : default_cache_dir(), &err);
     if (!cfg) {
         std::fprintf(stderr, "ldsearch: %s\n", err.c_str());
         return kLoaderQuery;
