@@ -513,3 +513,111 @@ TEST(Differential, ld_library_path_from_plain_environment) {
     EXPECT_EQ(real.search, search) << unified_diff(real.search, search, "LD_DEBUG=libs", "ldsearch");
     EXPECT_EQ(lines.back(), t.abs("env") + "/libE.so");
 }
+
+TEST(Differential, private_cache_hwcaps_entry_and_duplicates) {
+    if (sh("unshare -m true 2>/dev/null") != 0) GTEST_SKIP() << "SKIPPED: no mount namespaces here (unshare -m failed)";
+    Tree t;
+    for (const char* p : {"dA/libC.so.1", "dB/libC.so.1", "dA/glibc-hwcaps/x86-64-v2/libC.so.1",
+                          "dA/glibc-hwcaps/x86-64-v3/libC.so.1", "dB/glibc-hwcaps/x86-64-v4/libC.so.1"})
+        t.lib(p, so("libC.so.1"));
+    t.lib("dB/libfoo.so.9", so("libfoo.so.9"));
+    t.lib("dB/libfoo.so.10", so("libfoo.so.10"));
+    t.lib("dA/libD.so.1", so("libD.so.1"));
+    t.lib("dB/libD.so.1", so("libD.so.1"));
+    t.write("ld.so.conf", t.abs("dA") + "\n" + t.abs("dB") + "\n");
+    ASSERT_EQ(sh("ldconfig -X -C " + quote(t.abs("cache")) + " -f " + quote(t.abs("ld.so.conf")) + " 2>/dev/null"), 0);
+    t.exe("dlo", {});
+    std::string bind = "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(t.abs("cache"));
+    Capture r = compare(t, "./dlo", {.ops = {"o:libC.so.1", "o:libfoo.so.9", "o:libfoo.so.10", "o:libD.so.1", "o:libc.so.6"},
+                                     .extra = {"--cache", t.abs("cache")}, .prefix = bind});
+    ASSERT_EQ(r.results.size(), 5u);  // libc.so.6 is already loaded: no search
+    EXPECT_NE(r.results[0].find("glibc-hwcaps"), std::string::npos);
+    EXPECT_EQ(r.results[3], t.abs("dA") + "/libD.so.1");
+}
+
+TEST(Differential, lib_and_platform_tokens_from_the_linker) {
+    Tree t;
+    t.lib("lib/x86_64-linux-gnu/libT.so", so());
+    t.exe("dlo", {.rpath = "$ORIGIN/$PLATFORM:$ORIGIN/$LIB"});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libT.so"}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_NE(r.results[0].find("/lib/x86_64-linux-gnu/libT.so"), std::string::npos);
+}
+
+TEST(Differential, ld_library_path_origin_is_the_programs) {
+    Tree t;
+    t.lib("bin/env/libE.so", so());
+    t.exe("bin/dlo", {});
+    Capture r = compare(t, "bin/dlo", {.ops = {"o:libE.so"}, .env = {{"LD_LIBRARY_PATH", "$ORIGIN/env"}}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/env/libE.so");
+}
+
+TEST(Differential, absolute_needed_path_is_opened_directly) {
+    Tree t;
+    t.lib("x/libabs.so", so());
+    t.exe("main", {.driver = false, .flags = {t.abs("x/libabs.so")}});
+    Capture r = compare(t, "./main");
+    EXPECT_FALSE(any_line(r.search, "find library=libabs.so"));
+}
+
+TEST(Differential, preload_dependencies_use_their_own_runpath) {
+    Tree t;
+    t.lib("q/libQ.so", so("libQ.so"));
+    t.lib("p/libP.so", {.soname = "libP.so", .needs = {"q/libQ.so"}, .runpath = t.abs("q")});
+    t.exe("dlo", {.rpath = t.abs("p")});
+    Capture r = compare(t, "./dlo", {.ops = {"n:libQ.so"}, .env = {{"LD_PRELOAD", "libP.so"}}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("q") + "/libQ.so");
+}
+
+TEST(Differential, julia_shaped_runpath_dlopen_from_library) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    t.lib("lib/libjulia.so.1", {.soname = "libjulia.so.1", .runpath = "$ORIGIN:$ORIGIN/julia", .helper = true});
+    t.helper_name = "libjulia.so.1";
+    t.exe("bin/prog", {.needs = {"lib/libjulia.so.1"}, .runpath = "$ORIGIN/../lib"});
+    Capture r = compare(t, "bin/prog", {.ops = {"l:libopenlibm.so", "o:libnothere.so"}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+}
+
+TEST(Differential, executable_runpath_applies_to_its_own_dlopen) {
+    Tree t;
+    t.lib("run/libR.so", so());
+    t.exe("dlo", {.runpath = t.abs("run")});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libR.so"}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("run") + "/libR.so");
+}
+
+TEST(Differential, dependency_of_dlopened_object_walks_its_loader_chain) {
+    Tree t;
+    t.lib("z/libZ.so", so("libZ.so"));
+    t.lib("y/libY.so", {.soname = "libY.so", .needs = {"z/libZ.so"}});
+    t.lib("x/libX.so", {.soname = "libX.so", .needs = {"y/libY.so"}, .rpath = t.abs("y") + ":" + t.abs("z")});
+    t.exe("dlo", {});
+    Capture r = compare(t, "./dlo", {.ops = {"o:" + t.abs("x/libX.so")}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_TRUE(any_line(r.search, "find library=libZ.so"));
+}
+
+TEST(Differential, second_file_with_same_soname_is_a_new_object) {
+    Tree t;
+    t.lib("a/libS.so", so("libsame.so.1"));
+    t.lib("b/libS.so", so("libsame.so.1"));
+    t.exe("dlo", {});
+    Capture r = compare(t, "./dlo", {.ops = {"o:" + t.abs("a/libS.so"), "o:" + t.abs("b/libS.so"), "o:libsame.so.1"}});
+    ASSERT_EQ(r.results.size(), 3u);
+    EXPECT_NE(r.results[0], r.results[1]);
+    EXPECT_EQ(r.results[2], r.results[0]);
+}
+
+TEST(Differential, empty_and_relative_rpath_elements_from_the_linker) {
+    Tree t;
+    t.lib("rel/libRel.so", so());
+    t.exe("dlo", {.rpath = ":rel:./rel:" + t.abs("missing")});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libRel.so", "o:libnothere.so"}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], "rel/libRel.so");
+}

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs what ldshim needs to build and test on Debian 12, then configures
+# and builds it in ./build.  Safe to run again: it installs only what is
+# missing and reuses an existing build directory.
+set -eu
+cd "$(dirname "$0")/.."
+
+packages="g++ gcc meson ninja-build pkg-config libelf-dev zlib1g-dev libgtest-dev libgmock-dev \
+libbenchmark-dev patchelf util-linux hyperfine"
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: missing Debian packages:$missing (run as root to install them)" >&2
+        exit 1
+    fi
+    echo "setup: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ ! -f build/build.ninja ]; then
+    meson setup build --buildtype=debugoptimized
+fi
+ninja -C build
