@@ -1,7 +1,18 @@
 #!/bin/sh
 # Sets up, builds and runs every test suite (unit, differential, system
-# programs, command line).  Exit status is meson test's.
+# programs, command line), then prints one summary line counting the
+# individual test cases.  Exit status is meson test's.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+status=0
+meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
+python3 - build/meson-logs/testlog.junit.xml <<'PY' || true
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = [c for c in root.iter('testcase')]
+failed = sum(1 for c in cases if c.find('failure') is not None or c.find('error') is not None)
+skipped = sum(1 for c in cases if c.find('skipped') is not None)
+print(f"{len(cases) - failed - skipped} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status
