@@ -1,5 +1,6 @@
 #include "loader/elf_facts.h"
 
+#include "loader/elf_dynamic.h"
 #include "loader/fs.h"
 
 #include <elf.h>
@@ -81,27 +82,16 @@ FactsResult decode(const FileImage& img) {
         return fail("dynamic section lies outside the file");
 
     // Decode once into offsets; strings come after DT_STRTAB is known.
-    std::optional<std::uint64_t> strtab_vaddr, strsz, soname_off, rpath_off, runpath_off;
-    std::vector<std::uint64_t> needed_off;
-    for (const auto& d : dyn) {
-        if (d.d_tag == DT_NULL) break;
-        switch (d.d_tag) {
-            case DT_NEEDED: needed_off.push_back(d.d_un.d_val); break;
-            case DT_SONAME: soname_off = d.d_un.d_val; break;
-            case DT_RPATH: rpath_off = d.d_un.d_val; break;
-            case DT_RUNPATH: runpath_off = d.d_un.d_val; break;
-            case DT_STRTAB: strtab_vaddr = d.d_un.d_ptr; break;
-            case DT_STRSZ: strsz = d.d_un.d_val; break;
-            case DT_FLAGS_1: f.flags_1 = d.d_un.d_val; break;
-            case DT_AUXILIARY:
-            case DT_FILTER: f.has_filters = true; break;
-            default: break;
-        }
-    }
-    if (needed_off.empty() && !soname_off && !rpath_off && !runpath_off) {
+    DynamicEntries de;
+    for (const auto& d : dyn)
+        if (!de.add(d.d_tag, d.d_un.d_val)) break;
+    f.flags_1 = de.flags_1;
+    if (!de.has_strings()) {
         r.ok = true;
         return r;
     }
+    auto& strtab_vaddr = de.strtab;
+    auto& strsz = de.strsz;
     if (!strtab_vaddr || !strsz) return fail("dynamic section has strings but no DT_STRTAB/DT_STRSZ");
     // DT_STRTAB is an address: map it through the file-backed PT_LOADs.
     std::optional<std::uint64_t> strtab_off;
@@ -119,8 +109,8 @@ FactsResult decode(const FileImage& img) {
         lo = std::min(lo, off);
         hi = std::max(hi, off);
     };
-    for (auto o : needed_off) span_of(o);
-    for (auto o : {soname_off, rpath_off, runpath_off})
+    for (auto o : de.needed) span_of(o);
+    for (auto o : {de.soname, de.rpath, de.runpath})
         if (o) span_of(*o);
     if (hi >= *strsz) return fail("string offset is out of range");
     std::string tab;
@@ -135,24 +125,15 @@ FactsResult decode(const FileImage& img) {
     };
     std::uint64_t end = std::min<std::uint64_t>(*strsz, hi + 4096);
     if (!load(end)) return fail("string table lies outside the file");
-    auto get = [&](std::uint64_t off, const char* what) -> std::optional<std::string> {
+    auto get = [&](std::uint64_t off) -> std::optional<std::string> {
         std::uint64_t rel = off - lo;
         for (;;) {
             const void* nul = rel < tab.size() ? std::memchr(tab.data() + rel, '\0', tab.size() - rel) : nullptr;
             if (nul) return std::string(static_cast<const char*>(tab.data()) + rel, static_cast<const char*>(nul));
-            if (end >= *strsz || !load(end = *strsz)) break;
+            if (end >= *strsz || !load(end = *strsz)) return std::nullopt;
         }
-        r.error = std::string(what) + " string offset is out of range";
-        return std::nullopt;
     };
-    for (auto off : needed_off) {
-        auto s = get(off, "DT_NEEDED");
-        if (!s) return r;
-        f.needed.push_back(std::move(*s));
-    }
-    if (soname_off && !(f.soname = get(*soname_off, "DT_SONAME"))) return r;
-    if (rpath_off && !(f.rpath = get(*rpath_off, "DT_RPATH"))) return r;
-    if (runpath_off && !(f.runpath = get(*runpath_off, "DT_RUNPATH"))) return r;
+    if (!de.resolve(f, r.error, get)) return r;
     r.ok = true;
     return r;
 }

@@ -57,6 +57,13 @@ class FileImage;
 FactsResult read_facts(const FileImage& image);
 FactsResult read_facts(std::span<const std::byte> image);
 
+// The facts of an object already loaded in this process, read from its
+// in-memory dynamic section: `base` is its load bias (dlpi_addr / l_addr),
+// `phdr`/`phnum` its program headers as dl_iterate_phdr reports them.  Every
+// pointer is checked to lie inside one of the object's PT_LOAD segments
+// before it is read.  The class, machine and type are those of this process.
+FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr, std::size_t phnum);
+
 // The same facts through libelf (elfutils), for any class and byte order.
 // Slower (it builds section tables and makes four reads per file); kept as
 // the reference that the fast reader is tested against.

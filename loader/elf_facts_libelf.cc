@@ -1,3 +1,4 @@
+#include "loader/elf_dynamic.h"
 #include "loader/elf_facts.h"
 
 #include <gelf.h>
@@ -91,28 +92,18 @@ FactsResult decode(Elf* elf) {
     std::size_t ndyn = entsize ? data->d_size / entsize : 0;
 
     // Decode once: string offsets first, strings after DT_STRTAB is known.
-    std::optional<std::uint64_t> strtab_vaddr, strsz, soname_off, rpath_off, runpath_off;
-    std::vector<std::uint64_t> needed_off;
+    DynamicEntries de;
     for (std::size_t i = 0; i < ndyn; ++i) {
         GElf_Dyn d;
-        if (!gelf_getdyn(data, static_cast<int>(i), &d) || d.d_tag == DT_NULL) break;
-        switch (d.d_tag) {
-            case DT_NEEDED: needed_off.push_back(d.d_un.d_val); break;
-            case DT_SONAME: soname_off = d.d_un.d_val; break;
-            case DT_RPATH: rpath_off = d.d_un.d_val; break;
-            case DT_RUNPATH: runpath_off = d.d_un.d_val; break;
-            case DT_STRTAB: strtab_vaddr = d.d_un.d_ptr; break;
-            case DT_STRSZ: strsz = d.d_un.d_val; break;
-            case DT_FLAGS_1: f.flags_1 = d.d_un.d_val; break;
-            case DT_AUXILIARY:
-            case DT_FILTER: f.has_filters = true; break;
-            default: break;
-        }
+        if (!gelf_getdyn(data, static_cast<int>(i), &d) || !de.add(d.d_tag, d.d_un.d_val)) break;
     }
-    if (needed_off.empty() && !soname_off && !rpath_off && !runpath_off) {
+    f.flags_1 = de.flags_1;
+    if (!de.has_strings()) {
         r.ok = true;
         return r;
     }
+    auto& strtab_vaddr = de.strtab;
+    auto& strsz = de.strsz;
     if (!strtab_vaddr || !strsz) {
         r.error = "dynamic section has strings but no DT_STRTAB/DT_STRSZ";
         return r;
@@ -127,23 +118,13 @@ FactsResult decode(Elf* elf) {
         r.error = "string table lies outside the file";
         return r;
     }
-    // A NUL-terminated string inside the table, or an error.
-    auto get = [&](std::uint64_t off, const char* what) -> std::optional<std::string> {
+    // A NUL-terminated string inside the table.
+    auto get = [&](std::uint64_t off) -> std::optional<std::string> {
         const void* nul = off < *strsz ? std::memchr(strtab + off, '\0', *strsz - off) : nullptr;
-        if (!nul) {
-            r.error = std::string(what) + " string offset is out of range";
-            return std::nullopt;
-        }
+        if (!nul) return std::nullopt;
         return std::string(strtab + off, static_cast<const char*>(nul));
     };
-    for (auto off : needed_off) {
-        auto s = get(off, "DT_NEEDED");
-        if (!s) return r;
-        f.needed.push_back(std::move(*s));
-    }
-    if (soname_off && !(f.soname = get(*soname_off, "DT_SONAME"))) return r;
-    if (rpath_off && !(f.rpath = get(*rpath_off, "DT_RPATH"))) return r;
-    if (runpath_off && !(f.runpath = get(*runpath_off, "DT_RUNPATH"))) return r;
+    if (!de.resolve(f, r.error, get)) return r;
     r.ok = true;
     return r;
 }

@@ -1,6 +1,9 @@
 #include "elf_builder.h"
 #include "loader/elf_facts.h"
 
+#include <elf.h>
+#include <link.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,4 +147,61 @@ TEST(ElfFacts, truncations_agree_with_libelf_about_failure) {
             EXPECT_FALSE(fast.error.empty());
         }
     }
+}
+
+// Every object loaded in this test process: the facts read from memory equal
+// the facts read from its file.
+TEST(ElfFacts, loaded_objects_match_their_files) {
+    struct Seen {
+        std::string name;
+        ldshim::loader::FactsResult mem;
+    };
+    std::vector<Seen> seen;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+            auto* v = static_cast<std::vector<Seen>*>(data);
+            v->push_back({info->dlpi_name, read_loaded_facts(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum)});
+            return 0;
+        },
+        &seen);
+    std::size_t compared = 0;
+    for (const auto& s : seen) {
+        ASSERT_TRUE(s.mem.ok) << s.name << ": " << s.mem.error;
+        std::string path = s.name.empty() ? "/proc/self/exe" : s.name;
+        if (s.name.find('/') == std::string::npos && !s.name.empty()) {
+            // The vDSO has no file; its SONAME is all we can check.
+            EXPECT_EQ(s.mem.facts.soname, "linux-vdso.so.1");
+            continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        std::string bytes = ss.str();
+        auto file = read_facts(std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+        ASSERT_TRUE(file.ok) << path;
+        EXPECT_EQ(s.mem.facts.needed, file.facts.needed) << path;
+        EXPECT_EQ(s.mem.facts.soname, file.facts.soname) << path;
+        EXPECT_EQ(s.mem.facts.rpath, file.facts.rpath) << path;
+        EXPECT_EQ(s.mem.facts.runpath, file.facts.runpath) << path;
+        EXPECT_EQ(s.mem.facts.flags_1, file.facts.flags_1) << path;
+        EXPECT_EQ(s.mem.facts.interp, file.facts.interp) << path;
+        ++compared;
+    }
+    EXPECT_GE(compared, 4u);  // the test program, libstdc++, libc, ld.so at least
+}
+
+TEST(ElfFacts, loaded_reader_rejects_headers_pointing_outside_segments) {
+    // A PT_DYNAMIC beyond the only PT_LOAD.
+    Elf64_Phdr ph[2] = {};
+    ph[0].p_type = PT_LOAD;
+    ph[0].p_vaddr = 0;
+    ph[0].p_memsz = 64;
+    ph[1].p_type = PT_DYNAMIC;
+    ph[1].p_vaddr = 4096;
+    ph[1].p_memsz = 64;
+    static char arena[64];
+    auto r = read_loaded_facts(reinterpret_cast<std::uintptr_t>(arena), ph, 2);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("outside"), std::string::npos);
+    EXPECT_FALSE(read_loaded_facts(0, nullptr, 0).ok);
 }
