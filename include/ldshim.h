@@ -8,6 +8,8 @@
 #ifndef LDSHIM_H
 #define LDSHIM_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,7 +24,10 @@ typedef enum {
     LDSHIM_ERR_NO_MEMORY = -4,        /* an allocation failed */
     LDSHIM_ERR_BUFFER_TOO_SMALL = -5, /* an output buffer cannot hold the result */
     LDSHIM_ERR_SYSTEM = -6,           /* a system call failed unexpectedly */
-    LDSHIM_ERR_UNSUPPORTED = -7       /* the request needs a feature this build lacks */
+    LDSHIM_ERR_UNSUPPORTED = -7,      /* the request needs a feature this build lacks */
+    LDSHIM_ERR_RANGE_SPANS = -8       /* a queried range crosses from one registered range
+                                         or gap into another; the info describes the part
+                                         that contains the first byte */
 } ldshim_status;
 
 /* A static, human-readable description of a status code.  Never NULL; an
@@ -31,6 +36,42 @@ const char *ldshim_strerror(int status);
 
 /* The library version as "MAJOR.MINOR.PATCH". */
 const char *ldshim_version(void);
+
+/* ---- Memory types ------------------------------------------------------
+ * A process-wide registry from address range to memory type, fed by the
+ * CUDA hooks (or by the caller).  Queries are wait-free: no lock, no
+ * allocation, safe from any thread and from signal handlers while writers
+ * run.  Memory the registry never saw is UNREGISTERED, never "host". */
+typedef enum {
+    LDSHIM_MEM_UNREGISTERED = 0,   /* never seen */
+    LDSHIM_MEM_HOST,               /* known pageable host memory */
+    LDSHIM_MEM_HOST_PINNED,
+    LDSHIM_MEM_CUDA,
+    LDSHIM_MEM_CUDA_MANAGED
+} ldshim_memtype_t;
+
+typedef struct {
+    ldshim_memtype_t type;
+    int device;          /* CUDA device ordinal; -1 when not applicable */
+    const void *base;    /* the registered range, or the gap around an
+                            unregistered pointer */
+    size_t length;       /* its length; a gap reaching the top of the address
+                            space saturates at SIZE_MAX */
+} ldshim_meminfo_t;
+
+/* Registers [base, base+length) as `type` on `device`, replacing whatever
+ * part of existing ranges it overlaps.  length 0 does nothing.
+ * LDSHIM_ERR_INVALID_ARGUMENT for an unknown type or UNREGISTERED. */
+int ldshim_memtype_insert(const void *base, size_t length, ldshim_memtype_t type, int device);
+
+/* Forgets [base, base+length); a range partly inside it is cut or split. */
+int ldshim_memtype_remove(const void *base, size_t length);
+
+/* Describes the range (or gap) containing ptr.  With length > 1, returns
+ * LDSHIM_ERR_RANGE_SPANS when [ptr, ptr+length) does not lie inside that one
+ * range or gap (info is still filled).  LDSHIM_ERR_INVALID_ARGUMENT if info
+ * is NULL. */
+int ldshim_memtype_query(const void *ptr, size_t length, ldshim_meminfo_t *info);
 
 #ifdef __cplusplus
 }

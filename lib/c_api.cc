@@ -13,6 +13,7 @@ const char* ldshim_strerror(int status) {
         case LDSHIM_ERR_BUFFER_TOO_SMALL: return "buffer too small";
         case LDSHIM_ERR_SYSTEM: return "system call failed";
         case LDSHIM_ERR_UNSUPPORTED: return "not supported by this build";
+        case LDSHIM_ERR_RANGE_SPANS: return "range crosses a boundary between registered ranges";
         default: return "unknown ldshim status";
     }
 }

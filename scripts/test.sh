@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
+# The registry's concurrency tests again, under ThreadSanitizer.
+echo "== ThreadSanitizer: memtype concurrency tests"
+./scripts/tsan.sh || status=$?
 python3 - build/meson-logs/testlog.junit.xml <<'PY' || true
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()

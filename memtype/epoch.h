@@ -1,0 +1,89 @@
+// Epoch-based reclamation for wait-free readers.
+//
+// Readers announce the epoch they started in, in a slot of their own, with a
+// plain store: no read-modify-write, no fence, no allocation.  The writer,
+// before freeing anything a reader might still hold, runs membarrier(2)
+// (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which makes every running thread's
+// announcement visible, then frees only what was retired before the oldest
+// announced epoch.  Where membarrier is unavailable, readers announce with a
+// sequentially consistent exchange instead.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace ldshim::memtype {
+
+class EpochDomain {
+public:
+    static constexpr int kSlots = 256;
+
+    // The process-wide domain (reader slots are per thread, so they are shared
+    // by every registry).
+    static EpochDomain& instance();
+
+    struct alignas(64) Slot {
+        std::atomic<std::uint64_t> epoch{0};  // 0: not reading
+        std::atomic<std::uint32_t> owner{0};  // 1: claimed by a thread
+    };
+
+    // RAII read-side critical section.  Wait-free; inline because it is the
+    // whole cost of a lookup beyond the search itself.
+    class Guard {
+    public:
+        explicit Guard(EpochDomain& d) noexcept : d_(d), slot_(t_slot_ ? t_slot_ : d.claim_slot()) {
+            if (__builtin_expect(slot_ == nullptr, 0)) {
+                d_.overflow_readers_.fetch_add(1, std::memory_order_seq_cst);
+                return;
+            }
+            std::uint64_t e = d_.epoch_.load(std::memory_order_acquire);
+            if (__builtin_expect(d_.membarrier_, 1)) {
+                slot_->epoch.store(e, std::memory_order_relaxed);
+                std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
+            } else {
+                slot_->epoch.exchange(e, std::memory_order_seq_cst);
+            }
+        }
+        ~Guard() {
+            if (__builtin_expect(slot_ == nullptr, 0)) {
+                d_.overflow_readers_.fetch_sub(1, std::memory_order_release);
+                return;
+            }
+            slot_->epoch.store(0, std::memory_order_release);
+        }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+
+    private:
+        EpochDomain& d_;
+        Slot* slot_;
+    };
+
+    // Writer side (callers serialise writers themselves).
+    std::uint64_t advance() noexcept;  // returns the epoch that just ended
+    // The oldest epoch a reader may still be inside (after making every
+    // reader's announcement visible): what was retired in an earlier epoch
+    // can be freed.  UINT64_MAX when no reader is inside; 0 when a reader
+    // without a slot is (then nothing may be freed).
+    std::uint64_t oldest_reader() noexcept;
+    bool uses_membarrier() const noexcept { return membarrier_; }
+
+    // fork() child: only the calling thread survives; forget the others.
+    void reset_after_fork() noexcept;
+
+private:
+    EpochDomain();
+    Slot* claim_slot() noexcept;  // first read in a thread; no allocation
+
+    // initial-exec: a direct %fs-relative load, not a __tls_get_addr call.
+    static constinit thread_local Slot* t_slot_ __attribute__((tls_model("initial-exec")));
+
+    std::atomic<std::uint64_t> epoch_{1};
+    bool membarrier_ = false;
+    Slot slots_[kSlots];
+    // Readers that found no free slot: counted, and reclamation waits for 0.
+    alignas(64) std::atomic<std::uint64_t> overflow_readers_{0};
+    friend void release_slot(void*);
+};
+
+}  // namespace ldshim::memtype

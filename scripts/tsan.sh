@@ -1,0 +1,12 @@
+#!/bin/sh
+# Builds the concurrency tests with ThreadSanitizer (meson's b_sanitize=thread)
+# and runs them.  Any report fails the run.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/setup.sh >/dev/null
+if [ ! -f build-tsan/build.ninja ]; then
+    meson setup build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=false --buildtype=debugoptimized >/dev/null
+fi
+ninja -C build-tsan tests/memtype_tests >/dev/null
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}" \
+    ./build-tsan/tests/memtype_tests --gtest_filter='Memtype.readers_*:Memtype.c_api_*' "$@"

@@ -1,0 +1,284 @@
+// The memory-type registry: edge cases, a property test against a
+// deliberately simple model, and readers racing a writer.
+#include "memtype/registry.h"
+#include "ldshim.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace ldshim::memtype;
+
+namespace {
+constexpr std::uintptr_t kTop = std::numeric_limits<std::uintptr_t>::max();
+
+void expect_entry(const Info& i, Type t, std::uintptr_t base, std::size_t len) {
+    EXPECT_EQ(i.type, t);
+    EXPECT_EQ(i.base, base);
+    EXPECT_EQ(i.length, len);
+}
+}  // namespace
+
+TEST(Memtype, unknown_memory_is_unregistered_not_host) {
+    Registry r;
+    Info i = r.lookup(0x1234);
+    EXPECT_EQ(i.type, Type::unregistered);
+    EXPECT_EQ(i.base, 0u);
+    EXPECT_EQ(i.length, std::numeric_limits<std::size_t>::max());  // the whole address space
+    EXPECT_EQ(i.generation, 0u);
+}
+
+TEST(Memtype, lookup_inside_and_gaps_around) {
+    Registry r;
+    r.insert(0x1000, 0x100, Type::cuda, 3);
+    Info in = r.lookup(0x10ff);
+    expect_entry(in, Type::cuda, 0x1000, 0x100);
+    EXPECT_EQ(in.device, 3);
+    expect_entry(r.lookup(0x0fff), Type::unregistered, 0, 0x1000);
+    expect_entry(r.lookup(0x1100), Type::unregistered, 0x1100, kTop - 0x1100 + 1);
+}
+
+TEST(Memtype, adjacent_ranges_stay_separate) {
+    Registry r;
+    r.insert(0x1000, 0x100, Type::cuda, 0);
+    r.insert(0x1100, 0x100, Type::cuda, 0);
+    EXPECT_EQ(r.size(), 2u);
+    expect_entry(r.lookup(0x10ff), Type::cuda, 0x1000, 0x100);
+    expect_entry(r.lookup(0x1100), Type::cuda, 0x1100, 0x100);
+    bool spans = false;
+    r.lookup(0x10f0, 0x20, &spans);
+    EXPECT_TRUE(spans);
+}
+
+TEST(Memtype, overlapping_insert_replaces_the_overlap) {
+    Registry r;
+    r.insert(0x1000, 0x300, Type::host_pinned, -1);
+    r.insert(0x1100, 0x100, Type::cuda_managed, 1);
+    ASSERT_EQ(r.size(), 3u);
+    expect_entry(r.lookup(0x1000), Type::host_pinned, 0x1000, 0x100);
+    expect_entry(r.lookup(0x1150), Type::cuda_managed, 0x1100, 0x100);
+    expect_entry(r.lookup(0x1200), Type::host_pinned, 0x1200, 0x100);
+    // An insert covering several ranges replaces them all.
+    r.insert(0x0f00, 0x500, Type::cuda, 2);
+    ASSERT_EQ(r.size(), 1u);
+    expect_entry(r.lookup(0x1150), Type::cuda, 0x0f00, 0x500);
+}
+
+TEST(Memtype, partial_remove_at_both_ends_and_in_the_middle) {
+    Registry r;
+    r.insert(0x1000, 0x1000, Type::cuda, 0);
+    r.remove(0x1000, 0x100);  // front
+    r.remove(0x1f00, 0x100);  // back
+    r.remove(0x1800, 0x10);   // middle: splits
+    ASSERT_EQ(r.size(), 2u);
+    expect_entry(r.lookup(0x1100), Type::cuda, 0x1100, 0x700);
+    expect_entry(r.lookup(0x1805), Type::unregistered, 0x1800, 0x10);
+    expect_entry(r.lookup(0x1810), Type::cuda, 0x1810, 0x6f0);
+    auto gen_a = r.lookup(0x1100).generation, gen_b = r.lookup(0x1810).generation;
+    EXPECT_EQ(gen_a, gen_b);  // both halves are still the same allocation
+}
+
+TEST(Memtype, zero_length_operations_change_nothing) {
+    Registry r;
+    EXPECT_EQ(r.insert(0x1000, 0, Type::cuda, 0), 0u);
+    EXPECT_EQ(r.size(), 0u);
+    r.insert(0x1000, 0x10, Type::cuda, 0);
+    r.remove(0x1000, 0);
+    EXPECT_EQ(r.size(), 1u);
+    bool spans = true;
+    EXPECT_EQ(r.lookup(0x1000, 0, &spans).type, Type::cuda);
+    EXPECT_FALSE(spans);
+}
+
+TEST(Memtype, top_of_the_address_space) {
+    Registry r;
+    r.insert(kTop - 0xf, 0x10, Type::cuda, 0);
+    expect_entry(r.lookup(kTop), Type::cuda, kTop - 0xf, 0x10);
+    expect_entry(r.lookup(kTop - 0x10), Type::unregistered, 0, kTop - 0xf);
+    // A length running past the top is clamped to it.
+    r.insert(kTop - 0x3, 0x100, Type::host, -1);
+    expect_entry(r.lookup(kTop), Type::host, kTop - 0x3, 0x4);
+    bool spans = true;
+    r.lookup(kTop - 1, 0x1000, &spans);
+    EXPECT_FALSE(spans);
+    r.remove(kTop - 0xf, 0x10);
+    EXPECT_EQ(r.size(), 0u);
+}
+
+TEST(Memtype, free_then_reuse_with_another_type) {
+    Registry r;
+    auto g1 = r.insert(0x5000, 0x1000, Type::cuda, 0);
+    r.remove(0x5000, 0x1000);
+    EXPECT_EQ(r.lookup(0x5000).type, Type::unregistered);
+    auto g2 = r.insert(0x5000, 0x1000, Type::host_pinned, -1);
+    Info i = r.lookup(0x5800);
+    EXPECT_EQ(i.type, Type::host_pinned);
+    EXPECT_EQ(i.generation, g2);
+    EXPECT_NE(g1, g2);
+}
+
+TEST(Memtype, clear_forgets_everything) {
+    Registry r;
+    for (int k = 0; k < 1000; ++k) r.insert(0x10000 + 0x100 * k, 0x80, Type::cuda, 0);
+    EXPECT_EQ(r.size(), 1000u);
+    r.clear();
+    EXPECT_EQ(r.size(), 0u);
+    EXPECT_EQ(r.lookup(0x10000).type, Type::unregistered);
+}
+
+TEST(Memtype, memory_is_proportional_to_ranges) {
+    Registry r;
+    for (int k = 0; k < 100000; ++k) r.insert(0x100000 + 0x100 * std::uintptr_t(k), 0x80, Type::cuda, 0);
+    double per = double(r.memory_bytes()) / double(r.size());
+    std::printf("[ MEMORY   ] %zu ranges, %zu bytes, %.1f bytes per range\n", r.size(), r.memory_bytes(), per);
+    EXPECT_LT(per, 64.0);
+    r.clear();
+    EXPECT_LT(r.memory_bytes(), 256u);
+}
+
+// The reference model: one cell per address of a small universe.
+namespace {
+struct Cell {
+    Type type = Type::unregistered;
+    int device = -1;
+    std::uint64_t gen = 0;
+};
+constexpr std::uintptr_t kUniverse = 4096;
+
+struct Model {
+    std::array<Cell, kUniverse> cells{};
+    void set(std::uintptr_t b, std::size_t n, Cell c) {
+        for (std::size_t k = 0; k < n && b + k < kUniverse; ++k) cells[b + k] = c;
+    }
+    // The run of equal cells around p, as the registry would report it.
+    Info at(std::uintptr_t p) const {
+        std::uintptr_t lo = p, hi = p;
+        auto same = [&](std::uintptr_t q) { return cells[q].gen == cells[p].gen && cells[q].type == cells[p].type; };
+        while (lo > 0 && same(lo - 1)) --lo;
+        while (hi + 1 < kUniverse && same(hi + 1)) ++hi;
+        Info i{cells[p].type, cells[p].device, lo, hi - lo + 1, cells[p].gen};
+        if (cells[p].type == Type::unregistered && hi + 1 == kUniverse)  // open above
+            i.length = lo == 0 ? std::numeric_limits<std::size_t>::max() : kTop - lo + 1;
+        return i;
+    }
+};
+}  // namespace
+
+TEST(Memtype, million_random_operations_match_a_simple_model) {
+    for (std::uint32_t seed : {1u, 2u, 3u, 4u}) {
+        Registry r;
+        Model m;
+        std::mt19937 rng(seed);
+        std::uint64_t ops = 250000;
+        for (std::uint64_t op = 0; op < ops; ++op) {
+            std::uintptr_t b = rng() % kUniverse;
+            std::size_t n = 1 + rng() % 64;
+            n = std::min<std::size_t>(n, kUniverse - b);
+            unsigned what = rng() % 10;
+            if (what < 4) {
+                Type t = static_cast<Type>(1 + rng() % 4);
+                int dev = static_cast<int>(rng() % 4);
+                auto g = r.insert(b, n, t, dev);
+                m.set(b, n, {t, dev, g});
+            } else if (what < 7) {
+                r.remove(b, n);
+                m.set(b, n, {});
+            } else {
+                bool spans = false;
+                Info got = r.lookup(b, n, &spans);
+                Info want = m.at(b);
+                ASSERT_EQ(got.type, want.type) << "seed " << seed << " op " << op << " at " << b;
+                ASSERT_EQ(got.base, want.base) << "seed " << seed << " op " << op << " at " << b;
+                ASSERT_EQ(got.length, want.length) << "seed " << seed << " op " << op << " at " << b;
+                ASSERT_EQ(got.generation, want.generation) << "seed " << seed << " op " << op;
+                if (want.type != Type::unregistered) {
+                    ASSERT_EQ(got.device, want.device) << "seed " << seed;
+                }
+                bool open_above = want.type == Type::unregistered && want.base + (want.length - 1) >= kUniverse - 1 &&
+                                  want.length > kUniverse;
+                bool want_spans = !open_above && b + n - 1 > want.base + (want.length - 1);
+                ASSERT_EQ(spans, want_spans) << "seed " << seed << " op " << op << " at " << b << "+" << n;
+            }
+        }
+    }
+}
+
+TEST(Memtype, readers_only_see_consistent_published_entries) {
+    Registry r;
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> bad{0}, reads{0};
+    // Every entry the writer publishes carries device == f(base, length,
+    // generation); a torn or half-updated entry breaks the equation.  The
+    // writer only inserts and removes whole 64-byte slots, so entries are
+    // never cut, and it bumps a version entry at 0x10 after every operation:
+    // a reader must never see the version go backwards.
+    auto f = [](std::uintptr_t b, std::size_t l, std::uint64_t g) {
+        return static_cast<int>((b ^ (l << 7) ^ (g * 0x9e3779b97f4a7c15ULL)) & 0x7fffffff);
+    };
+    constexpr std::uintptr_t kBase = 0x100000;
+    std::thread writer([&] {
+        std::mt19937 rng(7);
+        std::uint64_t next_gen = 1;  // a fresh registry numbers inserts 1, 2, ...
+        for (int k = 0; k < 100000; ++k) {
+            std::uintptr_t b = kBase + (rng() % 4096) * 0x40;
+            if (rng() % 3) {
+                std::uint64_t g = r.insert(b, 0x40, Type::cuda, f(b, 0x40, next_gen));
+                if (g != next_gen) bad++;
+                ++next_gen;
+            } else {
+                r.remove(b, 0x40);
+            }
+            std::uint64_t g = r.insert(0x10, 1, Type::host, k);
+            if (g != next_gen) bad++;
+            ++next_gen;
+        }
+        stop = true;
+    });
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 2; ++t)
+        readers.emplace_back([&, t] {
+            std::mt19937 rng(100 + t);
+            int last_version = -1;
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::uintptr_t p = kBase + rng() % (4096 * 0x40);
+                Info i = r.lookup(p);
+                reads.fetch_add(1, std::memory_order_relaxed);
+                if (p < i.base || p - i.base >= i.length) bad++;
+                if (i.type != Type::unregistered && (i.type != Type::cuda || i.length != 0x40 ||
+                                                     i.device != f(i.base, i.length, i.generation)))
+                    bad++;
+                Info v = r.lookup(0x10);
+                if (v.type == Type::host) {
+                    if (v.device < last_version) bad++;
+                    last_version = v.device;
+                }
+            }
+        });
+    writer.join();
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_GT(reads.load(), 1000u);
+}
+
+TEST(Memtype, c_api_roundtrip_on_the_global_registry) {
+    static char buf[4096];
+    ASSERT_EQ(ldshim_memtype_insert(buf, sizeof buf, LDSHIM_MEM_HOST_PINNED, -1), LDSHIM_OK);
+    ldshim_meminfo_t info;
+    ASSERT_EQ(ldshim_memtype_query(buf + 100, 16, &info), LDSHIM_OK);
+    EXPECT_EQ(info.type, LDSHIM_MEM_HOST_PINNED);
+    EXPECT_EQ(info.base, static_cast<const void*>(buf));
+    EXPECT_EQ(info.length, sizeof buf);
+    EXPECT_EQ(ldshim_memtype_query(buf + 4000, 200, &info), LDSHIM_ERR_RANGE_SPANS);
+    EXPECT_EQ(ldshim_memtype_query(buf, 1, nullptr), LDSHIM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ldshim_memtype_insert(buf, 1, LDSHIM_MEM_UNREGISTERED, 0), LDSHIM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ldshim_memtype_insert(buf, 1, static_cast<ldshim_memtype_t>(42), 0), LDSHIM_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(ldshim_memtype_remove(buf, sizeof buf), LDSHIM_OK);
+    ASSERT_EQ(ldshim_memtype_query(buf, 1, &info), LDSHIM_OK);
+    EXPECT_EQ(info.type, LDSHIM_MEM_UNREGISTERED);
+}
