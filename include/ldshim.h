@@ -17,6 +17,7 @@ extern "C" {
 /* Status codes.  Zero is success; every failure is negative so that callers
  * can keep using "< 0 means error".  Values are stable ABI. */
 typedef enum {
+    LDSHIM_ALREADY_LOADED = 1,        /* ldshim_resolve: the name is an object already loaded */
     LDSHIM_OK = 0,
     LDSHIM_ERR_INVALID_ARGUMENT = -1, /* a NULL or malformed argument */
     LDSHIM_ERR_NOT_FOUND = -2,        /* the search found no acceptable file */
@@ -36,6 +37,37 @@ const char *ldshim_strerror(int status);
 
 /* The library version as "MAJOR.MINOR.PATCH". */
 const char *ldshim_version(void);
+
+/* ---- dlopen from the real caller ----------------------------------------
+ * glibc chooses where to search (RPATH chain, RUNPATH, $ORIGIN, namespace)
+ * from the object that called dlopen.  When something sits in between (an
+ * interposer that patched dlopen in the caller's GOT), these functions redo
+ * the search as if `caller` -- any address inside the calling object, such
+ * as a return address -- had called dlopen itself, then open the result by
+ * its path, so the object in between no longer matters.  An address inside
+ * no object (JIT code) counts as the main program, as in glibc.
+ * Thread-safe; no lock is held across the real dlopen. */
+
+/* dlopen with the caller taken from this function's own return address. */
+void *ldshim_dlopen(const char *file, int mode);
+void *ldshim_dlopen_from(const void *caller, const char *file, int mode);
+/* LM_ID_BASE as for ldshim_dlopen_from; other namespaces are passed to
+ * glibc's dlmopen unchanged (not resolved by ldshim yet). */
+void *ldshim_dlmopen_from(long lmid, const void *caller, const char *file, int mode);
+/* For interposers: the final open goes through `next` (their saved "real"
+ * dlopen) instead of libc's. */
+void *ldshim_dlopen_via(void *(*next)(const char *, int), const void *caller, const char *file, int mode);
+
+/* The search alone, loading nothing.  Returns LDSHIM_OK with the path that
+ * dlopen would open in `path`; LDSHIM_ALREADY_LOADED with the l_name of the
+ * object it would return ("" for the main program); LDSHIM_ERR_NOT_FOUND
+ * (the text glibc would give is then available from ldshim_dlerror());
+ * LDSHIM_ERR_BUFFER_TOO_SMALL; LDSHIM_ERR_INVALID_ARGUMENT. */
+int ldshim_resolve(const void *caller, const char *file, int mode, char *path, size_t size);
+
+/* The error of this thread's last failed ldshim_dlopen* or ldshim_resolve
+ * (glibc's text for the same failure), then cleared; otherwise dlerror(). */
+char *ldshim_dlerror(void);
 
 /* ---- Memory types ------------------------------------------------------
  * A process-wide registry from address range to memory type, fed by the

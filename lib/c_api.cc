@@ -5,6 +5,7 @@ extern "C" {
 
 const char* ldshim_strerror(int status) {
     switch (status) {
+        case LDSHIM_ALREADY_LOADED: return "already loaded";
         case LDSHIM_OK: return "success";
         case LDSHIM_ERR_INVALID_ARGUMENT: return "invalid argument";
         case LDSHIM_ERR_NOT_FOUND: return "no acceptable file found";

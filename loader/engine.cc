@@ -611,6 +611,15 @@ MapOutcome Engine::dlopen(const DlopenRequest& req) {
     return out;
 }
 
+int Engine::adopt(Object o) {
+    if (!o.origin && !o.name.empty()) o.origin = origin_of_path(o.name);
+    return add_object(std::move(o));
+}
+
+void Engine::forget(int idx) {
+    if (idx >= 0 && static_cast<std::size_t>(idx) < objects_.size()) objects_[static_cast<std::size_t>(idx)].removed = true;
+}
+
 int Engine::find_object(const std::string& what) const {
     for (std::size_t i = 0; i < objects_.size(); ++i) {
         const Object& o = objects_[i];

@@ -113,6 +113,15 @@ public:
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
 
+    // Keeping the model in step with a live process (loader/live.h): add an
+    // object that was loaded without the engine (its loader is unknown, as
+    // for anything dlopen'ed), or mark one as gone.
+    int adopt(Object o);
+    void forget(int idx);
+    // Startup under LD_TRACE_LOADED_OBJECTS continues past missing libraries;
+    // a live process that got this far has none, and its dlopens fail normally.
+    void set_keep_going(bool on) { opts_.keep_going = on; }
+
 private:
     struct OpenOutcome {
         enum class Status : std::uint8_t { not_found, found, fatal } status = Status::not_found;

@@ -1,0 +1,53 @@
+// The search engine kept in step with the process it runs in: the runtime
+// half of ldshim.  The model starts as an emulation of this process's startup
+// (same program, environment, preloads and dependency walk, hence the same
+// loader chain and directory state), and is reconciled with what
+// dl_iterate_phdr reports whenever objects came or went (dlpi_adds/dlpi_subs).
+// Objects that appeared without ldshim are adopted with no loader, which is
+// what glibc records for anything dlopen'ed.
+#pragma once
+
+#include "loader/engine.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace ldshim::loader {
+
+struct Resolution {
+    enum class Kind : std::uint8_t { loaded, found, not_found, failed } kind = Kind::not_found;
+    std::string path;   // loaded: the object's l_name ("" for the main program); found: what to open
+    std::string error;  // not_found/failed: glibc's dlerror() text
+};
+
+class LiveProcess {
+public:
+    // The process-wide instance, built on first use.
+    static LiveProcess& instance();
+
+    // What glibc would do for dlopen(file) called from `caller` (any address
+    // inside the calling object; one outside every object means the main
+    // program), without loading anything.  `noload` is RTLD_NOLOAD.
+    Resolution resolve(const void* caller, const char* file, bool noload);
+
+    // Tell the model that a dlopen through ldshim loaded or failed, so the
+    // next call sees the new objects (also caught by the counters).
+    void note_changed();
+
+private:
+    LiveProcess();
+    void sync_locked();
+    int object_at(std::uintptr_t addr);
+
+    std::mutex mu_;
+    RealFs fs_;
+    LdCache cache_;
+    std::unique_ptr<Engine> engine_;
+    std::string init_error_;
+    unsigned long long adds_ = 0, subs_ = 0;
+    bool dirty_ = true;
+};
+
+}  // namespace ldshim::loader

@@ -1,0 +1,176 @@
+// ldshim_dlopen_from against glibc: for each case the same program runs twice
+// in fresh processes, once calling dlopen directly from the object under test
+// (libjulia's helper, or the main program) and once calling
+// ldshim_dlopen_from with an address inside that object from somewhere else.
+// What gets loaded (l_name) and any error text must be identical.
+#include "../differential/harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace ldshim::difftest;
+
+#ifndef LDSHIM_LIB_PATH
+#error "LDSHIM_LIB_PATH must name libldshim.so"
+#endif
+
+namespace {
+
+LibSpec so(std::string soname = {}) { return LibSpec{std::move(soname)}; }
+
+// Runs `direct` ops and the same ops through ldshim (l: -> L:, o: -> M:).
+Capture same_as_glibc(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {}) {
+    env.emplace_back("LDSHIM_LIB", LDSHIM_LIB_PATH);
+    std::vector<std::string> via;
+    for (const auto& op : direct) via.push_back((op[0] == 'l' ? "L" : "M") + op.substr(1));
+    Capture a = t.real(prog, direct, env);
+    Capture b = t.real(prog, via, env);
+    EXPECT_EQ(a.results, b.results) << unified_diff(a.results, b.results, "direct dlopen", "ldshim_dlopen_from");
+    EXPECT_EQ(a.errors, b.errors) << unified_diff(a.errors, b.errors, "direct dlopen", "ldshim_dlopen_from");
+    EXPECT_EQ(a.results.size() + a.errors.size(), direct.size()) << "the driver did not run every operation";
+    return a;
+}
+
+// prefix/bin/prog (RPATH $ORIGIN/../lib) needs lib/libjulia.so.1, whose
+// helper_dlopen is the dlopen caller under test.
+void julia(Tree& t, LibSpec libjulia, ExeSpec exe = {}) {
+    libjulia.soname = "libjulia.so.1";
+    libjulia.helper = true;
+    t.lib("lib/libjulia.so.1", libjulia);
+    t.helper_name = "libjulia.so.1";
+    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
+    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
+    t.exe("bin/prog", exe);
+}
+
+}  // namespace
+
+TEST(Resolver, rpath_of_the_real_caller) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+}
+
+TEST(Resolver, runpath_of_the_real_caller) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {.runpath = "$ORIGIN:$ORIGIN/julia"});
+    same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+}
+
+TEST(Resolver, executable_rpath_reaches_a_library_caller) {
+    Tree t;
+    t.lib("lib2/libopenlibm.so", so());
+    julia(t, {}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib2"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+}
+
+TEST(Resolver, loader_chain_rpath) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    t.lib("lib/libjulia.so.1", {.soname = "libjulia.so.1", .helper = true});
+    t.helper_name = "libjulia.so.1";
+    t.lib("lib/libjlwrap.so", {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.exe("bin/prog", {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+}
+
+TEST(Resolver, runpath_is_not_inherited) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+    EXPECT_TRUE(r.results.empty());  // glibc does not find it, and neither may ldshim
+}
+
+TEST(Resolver, rpath_over_ld_library_path_over_runpath) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    t.lib("ldlp/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN/julia"});
+    same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"}, {{"LD_LIBRARY_PATH", t.abs("ldlp")}});
+    Tree u;
+    u.lib("lib/julia/libopenlibm.so", so());
+    u.lib("ldlp/libopenlibm.so", so());
+    julia(u, {.runpath = "$ORIGIN/julia"});
+    Capture r = same_as_glibc(u, "bin/prog", {"l:libopenlibm.so"}, {{"LD_LIBRARY_PATH", u.abs("ldlp")}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], u.abs("ldlp") + "/libopenlibm.so");
+}
+
+TEST(Resolver, lib_token) {
+    Tree t;
+    t.lib("lib/lib/x86_64-linux-gnu/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN/$LIB"});
+    same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+}
+
+TEST(Resolver, hwcaps_only_and_preferred) {
+    Tree t;
+    t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", so());
+    t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libother.so", so());
+    t.lib("lib/julia/libother.so", so());
+    julia(t, {.rpath = "$ORIGIN/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so", "l:libother.so"});
+    ASSERT_EQ(r.results.size(), 2u);
+    EXPECT_NE(r.results[1].find("glibc-hwcaps"), std::string::npos);
+}
+
+TEST(Resolver, soname_already_loaded_is_the_same_object) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so.4"));
+    julia(t, {.rpath = "$ORIGIN/julia"}, {.needs = {"lib/julia/libopenlibm.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    // Loaded at startup under its file name; only the SONAME can match.
+    t.patchelf({"--replace-needed", "libopenlibm.so.4", "libopenlibm.so", "bin/prog"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so.4"});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+}
+
+TEST(Resolver, foreign_class_file_is_skipped) {
+    Tree t;
+    t.lib32("lib/libopenlibm.so");
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+}
+
+TEST(Resolver, executable_caller_with_runpath) {
+    Tree t;
+    t.lib("run/libopenlibm.so", so());
+    t.exe("bin/prog", {.runpath = t.abs("run")});
+    Capture r = same_as_glibc(t, "bin/prog", {"o:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+}
+
+TEST(Resolver, relative_slash_name_is_cwd_relative) {
+    Tree t;
+    t.lib("julia/libopenlibm.so", so());
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:julia/libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], "julia/libopenlibm.so");
+}
+
+TEST(Resolver, internal_library_and_missing_one) {
+    Tree t;
+    t.lib("lib/julia/libjulia-internal.so.1", so("libjulia-internal.so.1"));
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libjulia-internal.so.1", "l:libnothere.so", "o:libnothere.so"});
+    ASSERT_EQ(r.errors.size(), 2u);
+    EXPECT_EQ(r.errors[0], "libnothere.so: cannot open shared object file: No such file or directory");
+}
+
+TEST(Resolver, already_loaded_system_library_and_null) {
+    Tree t;
+    julia(t, {});
+    same_as_glibc(t, "bin/prog", {"l:libc.so.6", "l:libz.so.1", "o:libz.so.1"});
+}
