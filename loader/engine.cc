@@ -37,9 +37,7 @@ Engine::Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, 
     for (const auto& d : cfg_.system_dirs) system_.push_back(pool_.intern(d, Label::system, std::nullopt));
 }
 
-void Engine::emit(TraceEvent&& e) {
-    if (sink_) sink_->event(e);
-}
+
 
 std::string Engine::display_name(const std::optional<std::string>& where) const {
     // glibc's DSO_FILENAME: the main program (l_name "") shows as argv[0].
@@ -105,6 +103,7 @@ const DirList* Engine::object_list(int idx, bool runpath) {
 }
 
 void Engine::print_header(const DirList& list, std::size_t from) {
+    if (!sink_) return;
     const DirEntry* first = list[from];
     std::string joined;
     bool any = false;
@@ -136,12 +135,12 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
         case Verdict::skip_class:
             req.found_other_class = true;
             errno_ = ENOENT;
-            emit({TraceEvent::Kind::rejected, path, 0, Label::system, {}, Source::none, "wrong ELF class"});
+            emit(TraceEvent::Kind::rejected, path, 0u, Label::system, std::optional<std::string>{}, Source::none, "wrong ELF class");
             return out;
         case Verdict::skip_machine:
         case Verdict::skip_not_suid:
             errno_ = ENOENT;
-            emit({TraceEvent::Kind::rejected, path, 0, Label::system, {}, Source::none, "wrong ELF machine"});
+            emit(TraceEvent::Kind::rejected, path, 0u, Label::system, std::optional<std::string>{}, Source::none, "wrong ELF machine");
             return out;
         case Verdict::fatal:
             out.status = OpenOutcome::Status::fatal;
@@ -169,7 +168,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
         for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
             if (d.status[c] == DirStatus::nonexisting) continue;
             std::string cand = d.dirname + cfg_.subdirs[c] + req.name;
-            emit({TraceEvent::Kind::trying, cand});
+            emit(TraceEvent::Kind::trying, cand);
             OpenOutcome o = open_verify(cand, req);
             if (o.status == OpenOutcome::Status::fatal) return o;
             bool ok = o.status == OpenOutcome::Status::found;
@@ -191,7 +190,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             if (ok && (req.mode & kModeSecurePreload) && opts_.secure && !(o.image->mode() & S_ISUID)) {
                 ok = false;
                 errno_ = ENOENT;
-                emit({TraceEvent::Kind::rejected, cand, 0, Label::system, {}, Source::none, "not set-user-ID"});
+                emit(TraceEvent::Kind::rejected, cand, 0u, Label::system, std::optional<std::string>{}, Source::none, "not set-user-ID");
             }
             if (ok) {
                 last_source_ = src;
@@ -283,8 +282,8 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     // A. Already loaded in this namespace?  Silent.
     if (int hit = match_loaded(name, ns); hit >= 0) {
         out.object = hit;
-        emit({TraceEvent::Kind::result, objects_[static_cast<std::size_t>(hit)].name, ns, Label::system, {},
-              Source::already_loaded, name});
+        emit(TraceEvent::Kind::result, objects_[static_cast<std::size_t>(hit)].name, ns, Label::system,
+             std::optional<std::string>{}, Source::already_loaded, name);
         return out;
     }
     Request req{name, mode};
@@ -295,7 +294,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
 
     if (name.find('/') == std::string::npos) {
         // C. The search proper.
-        emit({TraceEvent::Kind::find_library, name, ns});
+        emit(TraceEvent::Kind::find_library, name, ns);
         auto done = [&] { return found.status != OpenOutcome::Status::not_found; };
 
         // 1. RPATH: only if the loader has no RUNPATH.  Walk the loader chain
@@ -324,9 +323,9 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
         // 4. ld.so.cache, except for secure preloads.  NODEFLIB discards a
         //    hit below a system directory after it was printed.
         if (!done() && !(opts_.secure && (mode & kModeSecurePreload)) && !cfg_.inhibit_cache) {
-            emit({TraceEvent::Kind::search_cache, cfg_.cache_label});
+            emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
             if (auto hit = cache_.lookup(name.c_str(), cfg_)) {
-                emit({TraceEvent::Kind::trying, *hit});
+                emit(TraceEvent::Kind::trying, *hit);
                 int nl = ld ? loader : (main_ >= 0 ? main_ : rtld_);
                 bool discard = false;
                 if (nl >= 0 && objects_[static_cast<std::size_t>(nl)].facts.nodeflib()) {
@@ -334,7 +333,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
                         if (hit->compare(0, d.size(), d) == 0) discard = true;
                 }
                 if (discard) {
-                    emit({TraceEvent::Kind::rejected, *hit, 0, Label::system, {}, Source::none, "DF_1_NODEFLIB"});
+                    emit(TraceEvent::Kind::rejected, *hit, 0u, Label::system, std::optional<std::string>{}, Source::none, "DF_1_NODEFLIB");
                 } else {
                     found = open_verify(*hit, req);
                     if (found.status == OpenOutcome::Status::found) last_source_ = Source::cache;
@@ -347,7 +346,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
             if (nl < 0 || !objects_[static_cast<std::size_t>(nl)].facts.nodeflib())
                 found = open_path(system_, req, -1, false, Source::system);
         }
-        emit({TraceEvent::Kind::end_search});
+        emit(TraceEvent::Kind::end_search);
     } else {
         // B. A path: opened directly, DSTs expanded with the loader's values.
         std::string real = ld ? expand(*ld, name) : name;
@@ -375,7 +374,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
         if (o.ns == ns && !o.removed && o.id.valid() && o.id == id) {
             add_name(static_cast<int>(i), name);
             out.object = static_cast<int>(i);
-            emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, Source::same_file, name});
+            emit(TraceEvent::Kind::result, o.name, ns, Label::system, std::optional<std::string>{}, Source::same_file, name);
             return out;
         }
     }
@@ -426,7 +425,7 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     o.id = id;
     o.found_by = last_source_;
     o.found_via = last_owner_;
-    emit({TraceEvent::Kind::result, o.name, ns, Label::system, {}, last_source_, name});
+    emit(TraceEvent::Kind::result, o.name, ns, Label::system, std::optional<std::string>{}, last_source_, name);
     out.object = add_object(std::move(o));
     out.is_new = true;
     return out;
@@ -453,7 +452,7 @@ std::optional<LoadError> Engine::load_deps(std::vector<int> queue) {
                 if (opts_.secure) return LoadError{raw, "DST not allowed in SUID/SGID programs", 0};
                 name = expand(objects_[static_cast<std::size_t>(l)], raw);
                 if (name.empty()) {
-                    emit({TraceEvent::Kind::aux_empty_dst, raw});
+                    emit(TraceEvent::Kind::aux_empty_dst, raw);
                     continue;
                 }
             }
@@ -618,6 +617,39 @@ int Engine::adopt(Object o) {
 
 void Engine::forget(int idx) {
     if (idx >= 0 && static_cast<std::size_t>(idx) < objects_.size()) objects_[static_cast<std::size_t>(idx)].removed = true;
+}
+
+bool Engine::compact() {
+    std::size_t removed = 0;
+    for (const auto& o : objects_) removed += o.removed;
+    if (removed == 0 || removed * 2 < objects_.size()) return false;
+    std::vector<int> remap(objects_.size(), -1);
+    std::vector<Object> kept;
+    kept.reserve(objects_.size() - removed);
+    for (std::size_t i = 0; i < objects_.size(); ++i) {
+        if (objects_[i].removed) continue;
+        remap[i] = static_cast<int>(kept.size());
+        kept.push_back(std::move(objects_[i]));
+    }
+    auto fix = [&](int i) { return i < 0 ? -1 : remap[static_cast<std::size_t>(i)]; };
+    for (auto& o : kept) {
+        o.loader = fix(o.loader);  // a loader that went away leaves the chain there, as in glibc
+        o.found_via = fix(o.found_via);
+    }
+    objects_ = std::move(kept);
+    main_ = fix(main_);
+    rtld_ = fix(rtld_);
+    by_name_.clear();
+    by_soname_.clear();
+    for (std::size_t i = 0; i < objects_.size(); ++i) {
+        const Object& o = objects_[i];
+        int idx = static_cast<int>(i);
+        by_name_[o.name].push_back(idx);
+        for (const auto& n : o.names)
+            if (n != o.name) by_name_[n].push_back(idx);
+        if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
+    }
+    return true;
 }
 
 int Engine::find_object(const std::string& what) const {

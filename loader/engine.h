@@ -118,6 +118,10 @@ public:
     // for anything dlopen'ed), or mark one as gone.
     int adopt(Object o);
     void forget(int idx);
+    // Drop forgotten and rolled-back objects, renumbering the rest, once they
+    // outnumber the live ones (a process that dlopens and dlcloses in a loop
+    // must not grow the model).  Returns true if indices changed.
+    bool compact();
     // Startup under LD_TRACE_LOADED_OBJECTS continues past missing libraries;
     // a live process that got this far has none, and its dlopens fail normally.
     void set_keep_going(bool on) { opts_.keep_going = on; }
@@ -135,7 +139,12 @@ private:
         bool found_other_class = false;
     };
 
-    void emit(TraceEvent&& e);
+    // Builds the event only when someone listens: the runtime resolver runs
+    // without a sink and must not pay for copying paths into events.
+    template <typename... A>
+    void emit(A&&... a) {
+        if (sink_) sink_->event(TraceEvent{std::forward<A>(a)...});
+    }
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
     std::string expand(const Object& owner, std::string_view s) const;

@@ -4,9 +4,11 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ldshim::loader {
@@ -41,6 +43,19 @@ Scan scan() {
         },
         &s);
     return s;
+}
+
+// Only the add/sub counters: the first callback has them, so stop there.
+std::pair<unsigned long long, unsigned long long> counters() {
+    std::pair<unsigned long long, unsigned long long> c{0, 0};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t size, void* data) {
+            auto* p = static_cast<std::pair<unsigned long long, unsigned long long>*>(data);
+            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) *p = {info->dlpi_adds, info->dlpi_subs};
+            return 1;
+        },
+        &c);
+    return c;
 }
 
 std::string argv0() {
@@ -89,8 +104,11 @@ LiveProcess::LiveProcess() {
 
 // Bring the model in line with the loaded objects.
 void LiveProcess::sync_locked() {
+    if (!dirty_) {
+        auto [adds, subs] = counters();
+        if (adds == adds_ && subs == subs_) return;
+    }
     Scan s = scan();
-    if (!dirty_ && s.adds == adds_ && s.subs == subs_) return;
     adds_ = s.adds;
     subs_ = s.subs;
     dirty_ = false;
@@ -108,6 +126,7 @@ void LiveProcess::sync_locked() {
         }
         modelled.insert(o.name);
     }
+    engine_->compact();
     for (const auto& lo : s.objects) {
         if (lo.name.empty() || modelled.count(lo.name)) continue;
         Object o;
@@ -122,31 +141,32 @@ void LiveProcess::sync_locked() {
         o.loader = -1;
         engine_->adopt(std::move(o));
     }
+    // Address ranges of every live object, for finding the caller.
+    std::unordered_map<std::string, int> index;
+    for (std::size_t i = 0; i < objs.size(); ++i)
+        if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main) index.emplace(objs[i].name, static_cast<int>(i));
+    ranges_.clear();
+    for (const auto& lo : s.objects) {
+        int idx = 0;  // the main program
+        if (!lo.name.empty()) {
+            auto it = index.find(lo.name);
+            if (it == index.end()) continue;
+            idx = it->second;
+        }
+        for (std::size_t i = 0; i < lo.phnum; ++i)
+            if (lo.phdr[i].p_type == PT_LOAD)
+                ranges_.push_back({lo.addr + lo.phdr[i].p_vaddr, lo.addr + lo.phdr[i].p_vaddr + lo.phdr[i].p_memsz, idx});
+    }
+    std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
 }
 
 // The model object whose mapped segments contain addr; the main program when
 // none does (as glibc treats a return address in JIT code).
 int LiveProcess::object_at(std::uintptr_t addr) {
-    std::string found;
-    bool any = false;
-    for (const auto& lo : scan().objects) {
-        for (std::size_t i = 0; i < lo.phnum; ++i) {
-            const auto& ph = lo.phdr[i];
-            if (ph.p_type != PT_LOAD) continue;
-            std::uintptr_t a = lo.addr + ph.p_vaddr;
-            if (addr >= a && addr - a < ph.p_memsz) {
-                found = lo.name;
-                any = true;
-                break;
-            }
-        }
-        if (any) break;
-    }
-    if (!any || found.empty()) return 0;  // the main program is object 0
-    const auto& objs = engine_->objects();
-    for (std::size_t i = 0; i < objs.size(); ++i)
-        if (!objs[i].removed && objs[i].ns == 0 && objs[i].name == found) return static_cast<int>(i);
-    return 0;
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
+                               [](std::uintptr_t a, const Range& r) { return a < r.lo; });
+    if (it != ranges_.begin() && addr < std::prev(it)->hi) return std::prev(it)->object;
+    return 0;  // the main program is object 0
 }
 
 void LiveProcess::note_changed() {
@@ -170,7 +190,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     MapOutcome m = engine_->dlopen(req);
     // The model may now hold objects that are not loaded (yet): re-check it
     // against the process next time.
-    dirty_ = true;
+    if (m.is_new) dirty_ = true;
     if (m.error) {
         r.kind = Resolution::Kind::not_found;
         r.error = m.error->text();

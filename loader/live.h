@@ -41,6 +41,11 @@ private:
     void sync_locked();
     int object_at(std::uintptr_t addr);
 
+    struct Range {
+        std::uintptr_t lo, hi;  // a PT_LOAD segment, [lo, hi)
+        int object;             // its model index
+    };
+    std::vector<Range> ranges_;  // rebuilt at each sync, sorted by lo
     std::mutex mu_;
     RealFs fs_;
     LdCache cache_;
