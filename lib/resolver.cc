@@ -47,7 +47,15 @@ void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, con
             return h;
         }
         case Resolution::Kind::not_found:
-            if (!r.error.empty()) set_error(r.error);
+            if (!r.error.empty()) {
+                set_error(r.error);
+                // Leave glibc's own dlerror() with the same text: the same
+                // name with RTLD_NOLOAD fails the same way when glibc, asked
+                // from here, finds nothing either -- and loads nothing if it
+                // does (then dlerror() says nothing; ldshim_dlerror() still
+                // has the text).
+                if (void* h = next(file, mode | RTLD_NOLOAD)) dlclose(h);
+            }
             return nullptr;
         case Resolution::Kind::failed: break;
     }

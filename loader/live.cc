@@ -185,6 +185,10 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     sync_locked();
     DlopenRequest req;
     req.caller = object_at(reinterpret_cast<std::uintptr_t>(caller));
+    {
+        const Object& c = engine_->objects()[static_cast<std::size_t>(req.caller)];
+        r.caller = c.kind == Object::Kind::main ? "main program" : c.name;
+    }
     if (file) req.name = std::string(file);
     req.noload = noload;
     MapOutcome m = engine_->dlopen(req);
@@ -203,6 +207,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const Object& o = engine_->objects()[static_cast<std::size_t>(m.object)];
     r.kind = m.is_new ? Resolution::Kind::found : Resolution::Kind::loaded;
     r.path = o.kind == Object::Kind::main ? std::string() : o.name;
+    r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
     return r;
 }
 

@@ -20,6 +20,9 @@ struct Resolution {
     enum class Kind : std::uint8_t { loaded, found, not_found, failed } kind = Kind::not_found;
     std::string path;   // loaded: the object's l_name ("" for the main program); found: what to open
     std::string error;  // not_found/failed: glibc's dlerror() text
+    // For logs: the calling object and the rule that decided.
+    std::string caller;
+    const char* rule = "";
 };
 
 class LiveProcess {

@@ -14,22 +14,59 @@ using namespace ldshim::difftest;
 #ifndef LDSHIM_LIB_PATH
 #error "LDSHIM_LIB_PATH must name libldshim.so"
 #endif
+#ifndef PRELOAD_LIB_PATH
+#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
+#endif
+#ifndef INTERPOSER_SRC
+#error "INTERPOSER_SRC must name tests/resolver/fixtures/interposer.c"
+#endif
 
 namespace {
 
 LibSpec so(std::string soname = {}) { return LibSpec{std::move(soname)}; }
 
-// Runs `direct` ops and the same ops through ldshim (l: -> L:, o: -> M:).
-Capture same_as_glibc(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {}) {
+// The interposer is built once per tree, next to the program.
+std::string interposer(const Tree& t) {
+    std::string so = t.abs("interposer.so");
+    if (sh("test -f " + quote(so)) != 0) {
+        EXPECT_EQ(sh("cc -O0 -shared -fPIC -o " + quote(so) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
+    }
+    return so;
+}
+
+// Runs `direct` ops, then the same program four more ways, each in a fresh
+// process: through ldshim_dlopen_from (l: -> L:, o: -> M:), with
+// libldshim_preload.so, with the ucm-like interposer calling
+// ldshim_dlopen_via, and with the interposer alone (glibc's view through an
+// interposer, which the caller checks for the bug).  The first four must
+// agree exactly; the fifth is returned.
+struct Outcome {
+    Capture glibc, broken;
+};
+Outcome compare_all(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {}) {
     env.emplace_back("LDSHIM_LIB", LDSHIM_LIB_PATH);
     std::vector<std::string> via;
     for (const auto& op : direct) via.push_back((op[0] == 'l' ? "L" : "M") + op.substr(1));
     Capture a = t.real(prog, direct, env);
-    Capture b = t.real(prog, via, env);
-    EXPECT_EQ(a.results, b.results) << unified_diff(a.results, b.results, "direct dlopen", "ldshim_dlopen_from");
-    EXPECT_EQ(a.errors, b.errors) << unified_diff(a.errors, b.errors, "direct dlopen", "ldshim_dlopen_from");
     EXPECT_EQ(a.results.size() + a.errors.size(), direct.size()) << "the driver did not run every operation";
-    return a;
+    auto check = [&](const Capture& b, const char* how) {
+        EXPECT_EQ(a.results, b.results) << how << "\n" << unified_diff(a.results, b.results, "direct dlopen", how);
+        EXPECT_EQ(a.errors, b.errors) << how << "\n" << unified_diff(a.errors, b.errors, "direct dlopen", how);
+    };
+    check(t.real(prog, via, env), "ldshim_dlopen_from");
+    Env pre = env;
+    pre.emplace_back("LD_PRELOAD", PRELOAD_LIB_PATH);
+    check(t.real(prog, direct, pre), "LD_PRELOAD=libldshim_preload.so");
+    Env fixed = env, bug = env;
+    fixed.emplace_back("LD_PRELOAD", interposer(t));
+    fixed.emplace_back("INTERPOSER_USE_LDSHIM", "1");
+    check(t.real(prog, direct, fixed), "interposer + ldshim_dlopen_via");
+    bug.emplace_back("LD_PRELOAD", interposer(t));
+    return {a, t.real(prog, direct, bug)};
+}
+
+Capture same_as_glibc(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {}) {
+    return compare_all(t, prog, direct, std::move(env)).glibc;
 }
 
 // prefix/bin/prog (RPATH $ORIGIN/../lib) needs lib/libjulia.so.1, whose
@@ -50,9 +87,34 @@ TEST(Resolver, rpath_of_the_real_caller) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
     julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
-    ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+    Outcome o = compare_all(t, "bin/prog", {"l:libopenlibm.so"});
+    ASSERT_EQ(o.glibc.results.size(), 1u);
+    EXPECT_EQ(o.glibc.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+    // The original report: through the interposer alone, glibc searches from
+    // the interposer and libjulia's RPATH is never used.
+    ASSERT_EQ(o.broken.errors.size(), 1u);
+    EXPECT_EQ(o.broken.errors[0], "libopenlibm.so: cannot open shared object file: No such file or directory");
+}
+
+TEST(Resolver, preload_debug_log_and_disable) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Capture dbg = t.real("bin/prog", {"l:libopenlibm.so", "l:libnothere.so"},
+                         {{"LD_PRELOAD", PRELOAD_LIB_PATH}, {"LDSHIM_DEBUG", "1"}});
+    auto has = [&](const std::string& needle) {
+        return std::any_of(dbg.errors.begin(), dbg.errors.end(),
+                           [&](const std::string& l) { return l.find(needle) != std::string::npos; });
+    };
+    EXPECT_TRUE(has("ldshim: dlopen(\"libopenlibm.so\") from " + t.abs("bin") + "/../lib/libjulia.so.1: found via RPATH -> "))
+        << ::testing::PrintToString(dbg.errors);
+    EXPECT_TRUE(has("ldshim: dlopen(\"libnothere.so\")")) << ::testing::PrintToString(dbg.errors);
+    // Disabled, the preload changes nothing: the interposer bug comes back.
+    Capture off = t.real("bin/prog", {"l:libopenlibm.so"},
+                         {{"LD_PRELOAD", PRELOAD_LIB_PATH + std::string(" ") + interposer(t)},
+                          {"LDSHIM_DISABLE", "1"}, {"LDSHIM_LIB", LDSHIM_LIB_PATH}});
+    EXPECT_TRUE(off.results.empty());
+    EXPECT_EQ(off.errors, std::vector<std::string>{"libopenlibm.so: cannot open shared object file: No such file or directory"});
 }
 
 TEST(Resolver, runpath_of_the_real_caller) {

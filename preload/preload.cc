@@ -1,0 +1,119 @@
+// libldshim_preload.so: with LD_PRELOAD, every dlopen and dlmopen in the
+// process is resolved from its true caller (the return address of the call).
+// The only place in ldshim that defines interposing symbols and reads
+// LDSHIM_* variables:
+//   LDSHIM_DISABLE=1  inert: calls go straight to glibc
+//   LDSHIM_DEBUG=1    one line per decision on stderr
+// Both are ignored in secure mode (AT_SECURE), like LD_DEBUG.
+#include "ldshim.h"
+#include "loader/live.h"
+
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using ldshim::loader::LiveProcess;
+using ldshim::loader::Resolution;
+
+namespace {
+
+struct Settings {
+    bool disabled = false;
+    bool debug = false;
+    void* (*real_dlopen)(const char*, int) = nullptr;
+    void* (*real_dlmopen)(Lmid_t, const char*, int) = nullptr;
+    char* (*real_dlerror)() = nullptr;
+};
+
+const Settings& settings() {
+    static const Settings s = [] {
+        Settings t;
+        t.real_dlopen = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_NEXT, "dlopen"));
+        t.real_dlmopen = reinterpret_cast<void* (*)(Lmid_t, const char*, int)>(dlsym(RTLD_NEXT, "dlmopen"));
+        t.real_dlerror = reinterpret_cast<char* (*)()>(dlsym(RTLD_NEXT, "dlerror"));
+        if (!getauxval(AT_SECURE)) {
+            const char* d = std::getenv("LDSHIM_DISABLE");
+            const char* g = std::getenv("LDSHIM_DEBUG");
+            t.disabled = d && *d && *d != '0';
+            t.debug = g && *g && *g != '0';
+        }
+        return t;
+    }();
+    return s;
+}
+
+// Look the real functions up before main: dlsym() itself clears the pending
+// dlerror() state, so it must not run for the first time inside dlerror().
+__attribute__((constructor)) void init_settings() { (void)settings(); }
+
+// A failed resolution: glibc's text, handed out by the next dlerror().
+thread_local std::string t_error;
+thread_local bool t_pending = false;
+
+void log_decision(const char* file, const Resolution& r) {
+    const char* kind = r.kind == Resolution::Kind::loaded      ? "already loaded"
+                       : r.kind == Resolution::Kind::found     ? "found"
+                       : r.kind == Resolution::Kind::not_found ? "not found"
+                                                               : "unresolved (passed to glibc)";
+    std::fprintf(stderr, "ldshim: dlopen(\"%s\") from %s: %s%s%s%s%s\n", file, r.caller.c_str(), kind,
+                 *r.rule ? " via " : "", r.rule, r.path.empty() ? "" : " -> ", r.path.c_str());
+    if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
+}
+
+void* resolve_and_open(const void* caller, const char* file, int mode) {
+    const Settings& s = settings();
+    if (s.disabled || !file) return s.real_dlopen(file, mode);
+    Resolution r;
+    try {
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0);
+    } catch (...) {
+        return s.real_dlopen(file, mode);
+    }
+    if (s.debug) log_decision(file, r);
+    switch (r.kind) {
+        case Resolution::Kind::loaded:
+            t_pending = false;
+            return s.real_dlopen(r.path.empty() ? nullptr : r.path.c_str(), mode);
+        case Resolution::Kind::found: {
+            t_pending = false;
+            void* h = s.real_dlopen(r.path.c_str(), mode);
+            LiveProcess::instance().note_changed();
+            return h;
+        }
+        case Resolution::Kind::not_found:
+            t_pending = !r.error.empty();
+            t_error = r.error;
+            return nullptr;
+        case Resolution::Kind::failed: break;
+    }
+    return s.real_dlopen(file, mode);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
+    return resolve_and_open(__builtin_return_address(0), file, mode);
+}
+
+__attribute__((visibility("default"))) void* dlmopen(Lmid_t lmid, const char* file, int mode) {
+    if (lmid == LM_ID_BASE) return resolve_and_open(__builtin_return_address(0), file, mode);
+    return settings().real_dlmopen(lmid, file, mode);  // other namespaces: glibc decides (not resolved yet)
+}
+
+__attribute__((visibility("default"))) char* dlerror(void) {
+    if (t_pending) {
+        t_pending = false;
+        static thread_local std::string shown;
+        shown = t_error;
+        return shown.data();
+    }
+    return settings().real_dlerror();
+}
+
+}  // extern "C"
