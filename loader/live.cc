@@ -16,25 +16,34 @@ namespace {
 
 struct LiveObject {
     std::string name;
-    std::uintptr_t addr;
-    const ElfW(Phdr)* phdr;
-    std::size_t phnum;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segments;  // PT_LOAD, [lo, hi)
+    std::optional<FactsResult> facts;  // read for objects the model does not know
 };
 
 struct Scan {
+    const std::unordered_set<std::string>* known = nullptr;
     std::vector<LiveObject> objects;
     unsigned long long adds = 0, subs = 0;
 };
 
-// One pass of dl_iterate_phdr.  Only namespace 0 is reported by it, which is
-// the namespace the model covers.
-Scan scan() {
+// One pass of dl_iterate_phdr (namespace 0, the one the model covers).
+// Everything that reads an object's memory happens inside the callback,
+// where the loader's lock keeps another thread's dlclose from unmapping it.
+Scan scan(const std::unordered_set<std::string>& known) {
     Scan s;
+    s.known = &known;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t size, void* data) {
             auto* sc = static_cast<Scan*>(data);
-            sc->objects.push_back({info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, info->dlpi_phdr,
-                                   info->dlpi_phnum});
+            LiveObject lo;
+            lo.name = info->dlpi_name ? info->dlpi_name : "";
+            for (std::size_t i = 0; i < info->dlpi_phnum; ++i)
+                if (info->dlpi_phdr[i].p_type == PT_LOAD)
+                    lo.segments.emplace_back(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr,
+                                             info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz);
+            if (!lo.name.empty() && !sc->known->count(lo.name))
+                lo.facts = read_loaded_facts(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
+            sc->objects.push_back(std::move(lo));
             if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
                 sc->adds = info->dlpi_adds;
                 sc->subs = info->dlpi_subs;
@@ -108,7 +117,10 @@ void LiveProcess::sync_locked() {
         auto [adds, subs] = counters();
         if (adds == adds_ && subs == subs_) return;
     }
-    Scan s = scan();
+    std::unordered_set<std::string> known;
+    for (const auto& o : engine_->objects())
+        if (!o.removed && o.ns == 0) known.insert(o.name);
+    Scan s = scan(known);
     adds_ = s.adds;
     subs_ = s.subs;
     dirty_ = false;
@@ -133,8 +145,7 @@ void LiveProcess::sync_locked() {
         o.kind = Object::Kind::library;
         o.name = lo.name;
         o.names = {lo.name};
-        auto f = read_loaded_facts(lo.addr, lo.phdr, lo.phnum);
-        if (f.ok) o.facts = std::move(f.facts);
+        if (lo.facts && lo.facts->ok) o.facts = lo.facts->facts;
         struct stat st {};
         if (::stat(lo.name.c_str(), &st) == 0) o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
         o.dlopened = true;
@@ -153,9 +164,7 @@ void LiveProcess::sync_locked() {
             if (it == index.end()) continue;
             idx = it->second;
         }
-        for (std::size_t i = 0; i < lo.phnum; ++i)
-            if (lo.phdr[i].p_type == PT_LOAD)
-                ranges_.push_back({lo.addr + lo.phdr[i].p_vaddr, lo.addr + lo.phdr[i].p_vaddr + lo.phdr[i].p_memsz, idx});
+        for (const auto& [a, b] : lo.segments) ranges_.push_back({a, b, idx});
     }
     std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
 }
