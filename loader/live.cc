@@ -183,7 +183,7 @@ void LiveProcess::note_changed() {
     dirty_ = true;
 }
 
-Resolution LiveProcess::resolve(const void* caller, const char* file, bool noload) {
+Resolution LiveProcess::resolve(const void* caller, const char* file, bool noload, bool details) {
     Resolution r;
     std::lock_guard<std::mutex> lock(mu_);
     if (!engine_) {
@@ -194,7 +194,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     sync_locked();
     DlopenRequest req;
     req.caller = object_at(reinterpret_cast<std::uintptr_t>(caller));
-    {
+    if (details) {
         const Object& c = engine_->objects()[static_cast<std::size_t>(req.caller)];
         r.caller = c.kind == Object::Kind::main ? "main program" : c.name;
     }
@@ -216,7 +216,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const Object& o = engine_->objects()[static_cast<std::size_t>(m.object)];
     r.kind = m.is_new ? Resolution::Kind::found : Resolution::Kind::loaded;
     r.path = o.kind == Object::Kind::main ? std::string() : o.name;
-    r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
+    if (details) r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
     return r;
 }
 

@@ -33,7 +33,8 @@ public:
     // What glibc would do for dlopen(file) called from `caller` (any address
     // inside the calling object; one outside every object means the main
     // program), without loading anything.  `noload` is RTLD_NOLOAD.
-    Resolution resolve(const void* caller, const char* file, bool noload);
+    // `details` fills Resolution::caller and ::rule (for logs; costs a copy).
+    Resolution resolve(const void* caller, const char* file, bool noload, bool details = false);
 
     // Tell the model that a dlopen through ldshim loaded or failed, so the
     // next call sees the new objects (also caught by the counters).

@@ -69,7 +69,7 @@ void* resolve_and_open(const void* caller, const char* file, int mode) {
     if (s.disabled || !file) return s.real_dlopen(file, mode);
     Resolution r;
     try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0);
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, s.debug);
     } catch (...) {
         return s.real_dlopen(file, mode);
     }
