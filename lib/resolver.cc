@@ -72,6 +72,21 @@ void* ldshim_dlopen(const char* file, int mode) {
 
 void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int mode) {
     if (lmid == LM_ID_BASE) return ldshim_dlopen_from(caller, file, mode);
+    // A fresh namespace is empty, so its search depends only on the caller
+    // and the process-wide state: ldshim can answer it.  An existing other
+    // namespace is invisible to ldshim: glibc decides.
+    if (lmid != LM_ID_NEWLM || !file) return dlmopen(lmid, file, mode);
+    Resolution r;
+    try {
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, false, true);
+    } catch (...) {
+        return dlmopen(lmid, file, mode);
+    }
+    if (r.kind == Resolution::Kind::found) return dlmopen(LM_ID_NEWLM, r.path.c_str(), mode);
+    if (r.kind == Resolution::Kind::not_found) {
+        if (!r.error.empty()) set_error(r.error);
+        return nullptr;
+    }
     return dlmopen(lmid, file, mode);
 }
 

@@ -183,7 +183,7 @@ void LiveProcess::note_changed() {
     dirty_ = true;
 }
 
-Resolution LiveProcess::resolve(const void* caller, const char* file, bool noload, bool details) {
+Resolution LiveProcess::resolve(const void* caller, const char* file, bool noload, bool details, bool new_namespace) {
     Resolution r;
     std::lock_guard<std::mutex> lock(mu_);
     if (!engine_) {
@@ -200,7 +200,23 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     }
     if (file) req.name = std::string(file);
     req.noload = noload;
+    if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
     MapOutcome m = engine_->dlopen(req);
+    if (new_namespace) {
+        Resolution out;
+        if (m.error) {
+            out.kind = Resolution::Kind::not_found;
+            out.error = m.error->text();
+        } else if (m.object >= 0) {
+            out.kind = Resolution::Kind::found;
+            out.path = engine_->objects()[static_cast<std::size_t>(m.object)].name;
+        }
+        // Drop the namespace from the model: the real one is invisible here.
+        const auto& objs = engine_->objects();
+        for (std::size_t i = 0; i < objs.size(); ++i)
+            if (objs[i].ns != 0) engine_->forget(static_cast<int>(i));
+        return out;
+    }
     // The model may now hold objects that are not loaded (yet): re-check it
     // against the process next time.
     if (m.is_new) dirty_ = true;

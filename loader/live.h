@@ -34,7 +34,11 @@ public:
     // inside the calling object; one outside every object means the main
     // program), without loading anything.  `noload` is RTLD_NOLOAD.
     // `details` fills Resolution::caller and ::rule (for logs; costs a copy).
-    Resolution resolve(const void* caller, const char* file, bool noload, bool details = false);
+    // `new_namespace`: dlmopen(LM_ID_NEWLM) -- the search runs in a fresh
+    // namespace, which the model then drops again (dl_iterate_phdr only
+    // shows ldshim its own namespace, so it cannot follow that one).
+    Resolution resolve(const void* caller, const char* file, bool noload, bool details = false,
+                       bool new_namespace = false);
 
     // Tell the model that a dlopen through ldshim loaded or failed, so the
     // next call sees the new objects (also caught by the counters).

@@ -102,8 +102,28 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
 }
 
 __attribute__((visibility("default"))) void* dlmopen(Lmid_t lmid, const char* file, int mode) {
-    if (lmid == LM_ID_BASE) return resolve_and_open(__builtin_return_address(0), file, mode);
-    return settings().real_dlmopen(lmid, file, mode);  // other namespaces: glibc decides (not resolved yet)
+    const Settings& s = settings();
+    const void* caller = __builtin_return_address(0);
+    if (lmid == LM_ID_BASE) return resolve_and_open(caller, file, mode);
+    // Only a fresh namespace can be resolved (ldshim cannot see inside others).
+    if (s.disabled || lmid != LM_ID_NEWLM || !file) return s.real_dlmopen(lmid, file, mode);
+    Resolution r;
+    try {
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, s.debug, true);
+    } catch (...) {
+        return s.real_dlmopen(lmid, file, mode);
+    }
+    if (s.debug) log_decision(file, r);
+    if (r.kind == Resolution::Kind::found) {
+        t_pending = false;
+        return s.real_dlmopen(LM_ID_NEWLM, r.path.c_str(), mode);
+    }
+    if (r.kind == Resolution::Kind::not_found) {
+        t_pending = !r.error.empty();
+        t_error = r.error;
+        return nullptr;
+    }
+    return s.real_dlmopen(lmid, file, mode);
 }
 
 __attribute__((visibility("default"))) char* dlerror(void) {
