@@ -93,7 +93,10 @@ LiveProcess::LiveProcess() {
     auto facts = read_facts(*img.image);
     std::string rtld = (facts.ok && facts.facts.interp) ? *facts.facts.interp : "/lib64/ld-linux-x86-64.so.2";
     std::string err;
-    auto cfg = query_loader_cached(rtld, default_cache_dir(), &err);
+    // A set-id process must not trust (or write) a cache under a HOME that
+    // its caller controls: ask the loader itself.
+    const bool secure = getauxval(AT_SECURE) != 0;
+    auto cfg = query_loader_cached(rtld, secure ? std::string() : default_cache_dir(), &err);
     if (!cfg) {
         init_error_ = err;
         return;
@@ -101,7 +104,7 @@ LiveProcess::LiveProcess() {
     cache_ = LdCache::load(fs_, cfg->cache_path);
     EngineOptions o;
     o.argv0 = argv0();
-    o.secure = getauxval(AT_SECURE) != 0;
+    o.secure = secure;
     if (const char* v = std::getenv("LD_LIBRARY_PATH")) o.library_path = std::string(v);
     if (const char* v = std::getenv("LD_PRELOAD")) o.preload = v;
     if (const char* v = std::getenv("LD_ORIGIN_PATH")) o.origin_path = std::string(v);
