@@ -199,28 +199,14 @@ void Tree::retag(const std::string& rel, long long from, long long to) {
 
 void Tree::set_flags1(const std::string& rel, unsigned long long bits) {
     std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
-    Elf64_Ehdr eh{};
-    f.read(reinterpret_cast<char*>(&eh), sizeof eh);
-    for (unsigned i = 0; i < eh.e_phnum; ++i) {
-        Elf64_Phdr ph{};
-        f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
-        f.read(reinterpret_cast<char*>(&ph), sizeof ph);
-        if (ph.p_type != PT_DYNAMIC) continue;
-        for (std::uint64_t off = ph.p_offset; off + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz;
-             off += sizeof(Elf64_Dyn)) {
-            Elf64_Dyn d{};
-            f.seekg(static_cast<std::streamoff>(off));
-            f.read(reinterpret_cast<char*>(&d), sizeof d);
-            if (d.d_tag == DT_FLAGS_1) {
-                d.d_un.d_val |= bits;
-                f.seekp(static_cast<std::streamoff>(off));
-                f.write(reinterpret_cast<const char*>(&d), sizeof d);
-                return;
-            }
-            if (d.d_tag == DT_NULL) break;
-        }
-    }
-    throw std::runtime_error("no DT_FLAGS_1 in " + rel + " (link it as PIE)");
+    bool done = for_each_dyn(f, [&](Elf64_Dyn& d, std::uint64_t off) {
+        if (d.d_tag != DT_FLAGS_1) return false;
+        d.d_un.d_val |= bits;
+        f.seekp(static_cast<std::streamoff>(off));
+        f.write(reinterpret_cast<const char*>(&d), sizeof d);
+        return true;
+    });
+    if (!done) throw std::runtime_error("no DT_FLAGS_1 in " + rel + " (link it as PIE)");
 }
 
 Capture Tree::real(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
