@@ -1,5 +1,6 @@
 // libldshim_preload.so: with LD_PRELOAD, every dlopen and dlmopen in the
-// process is resolved from its true caller (the return address of the call).
+// process -- and every call that UCX's ucm diverted to ucm_dlopen -- is
+// resolved from its true caller (the return address of the call).
 // The only place in ldshim that defines interposing symbols and reads
 // LDSHIM_* variables:
 //   LDSHIM_DISABLE=1  inert: calls go straight to glibc
@@ -12,6 +13,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -64,9 +66,10 @@ void log_decision(const char* file, const Resolution& r) {
     if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
 }
 
-void* resolve_and_open(const void* caller, const char* file, int mode) {
+// Resolves from `caller` and opens through `next`: glibc's dlopen, or ucm's.
+void* resolve_and_open(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
     const Settings& s = settings();
-    if (s.disabled || !file) return s.real_dlopen(file, mode);
+    if (s.disabled || !file) return next(file, mode);
     Resolution r;
     try {
         r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, s.debug);
@@ -77,10 +80,10 @@ void* resolve_and_open(const void* caller, const char* file, int mode) {
     switch (r.kind) {
         case Resolution::Kind::loaded:
             t_pending = false;
-            return s.real_dlopen(r.path.empty() ? nullptr : r.path.c_str(), mode);
+            return next(r.path.empty() ? nullptr : r.path.c_str(), mode);
         case Resolution::Kind::found: {
             t_pending = false;
-            void* h = s.real_dlopen(r.path.c_str(), mode);
+            void* h = next(r.path.c_str(), mode);
             LiveProcess::instance().note_changed();
             return h;
         }
@@ -90,7 +93,25 @@ void* resolve_and_open(const void* caller, const char* file, int mode) {
             return nullptr;
         case Resolution::Kind::failed: break;
     }
-    return s.real_dlopen(file, mode);
+    return next(file, mode);
+}
+
+// UCX's ucm, in reloc mode, writes the address of its exported ucm_dlopen
+// into every object's dlopen GOT slot.  libucm takes that address through a
+// symbolic relocation, so with this library preloaded it is this function
+// that lands in the slots, called with the return address of the real
+// caller.  It resolves from there and hands libucm's own ucm_dlopen an
+// explicit path, so ucm still sees (and patches) every new library.
+using dlopen_fn = void* (*)(const char*, int);
+dlopen_fn libucm_dlopen() {
+    static std::atomic<dlopen_fn> cached{nullptr};
+    if (dlopen_fn f = cached.load(std::memory_order_acquire)) return f;
+    // Looked up in libucm's own scope, where this library's definition is not.
+    void* h = settings().real_dlopen("libucm.so.0", RTLD_NOW | RTLD_NOLOAD);
+    dlopen_fn f = h ? reinterpret_cast<dlopen_fn>(dlsym(h, "ucm_dlopen")) : nullptr;
+    if (h) dlclose(h);
+    if (f) cached.store(f, std::memory_order_release);
+    return f;
 }
 
 }  // namespace
@@ -98,13 +119,18 @@ void* resolve_and_open(const void* caller, const char* file, int mode) {
 extern "C" {
 
 __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
-    return resolve_and_open(__builtin_return_address(0), file, mode);
+    return resolve_and_open(settings().real_dlopen, __builtin_return_address(0), file, mode);
+}
+
+__attribute__((visibility("default"))) void* ucm_dlopen(const char* file, int mode) {
+    dlopen_fn next = libucm_dlopen();
+    return resolve_and_open(next ? next : settings().real_dlopen, __builtin_return_address(0), file, mode);
 }
 
 __attribute__((visibility("default"))) void* dlmopen(Lmid_t lmid, const char* file, int mode) {
     const Settings& s = settings();
     const void* caller = __builtin_return_address(0);
-    if (lmid == LM_ID_BASE) return resolve_and_open(caller, file, mode);
+    if (lmid == LM_ID_BASE) return resolve_and_open(s.real_dlopen, caller, file, mode);
     // Only a fresh namespace can be resolved (ldshim cannot see inside others).
     if (s.disabled || lmid != LM_ID_NEWLM || !file) return s.real_dlmopen(lmid, file, mode);
     Resolution r;
