@@ -147,6 +147,16 @@ void Tree::exe(const std::string& rel, const ExeSpec& spec) {
     must(sh(cmd), cmd);
 }
 
+void Tree::julia(LibSpec libjulia, ExeSpec exe) {
+    libjulia.soname = "libjulia.so.1";
+    libjulia.helper = true;
+    lib("lib/libjulia.so.1", libjulia);
+    helper_name = "libjulia.so.1";
+    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
+    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
+    this->exe("bin/prog", exe);
+}
+
 void Tree::patchelf(const std::vector<std::string>& args) {
     std::string cmd = "cd " + quote(root_) + " && patchelf";
     for (const auto& a : args) cmd += " " + quote(a);

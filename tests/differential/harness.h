@@ -59,6 +59,10 @@ public:
     // DT_SONAME string into a DT_RUNPATH one, to get both RPATH and RUNPATH).
     void retag(const std::string& rel, long long from, long long to);
     void patchelf(const std::vector<std::string>& args);
+    // The Julia-shaped layout of the resolver and repro tests: bin/prog
+    // (RPATH $ORIGIN/../lib unless `exe` says otherwise) needs
+    // lib/libjulia.so.1, whose helper_dlopen is the dlopen caller.
+    void julia(LibSpec libjulia, ExeSpec exe = {});
 
     // The real loader: `cd root && env -i VARS LD_DEBUG=libs PROG OPS...`.
     // `prefix` is a command put before env (setpriv, unshare ...).

@@ -61,15 +61,6 @@ Row run_case(const std::string& name, const Tree& t, const std::string& prog, co
     return row;
 }
 
-void julia(Tree& t, LibSpec libjulia, ExeSpec exe = {}) {
-    libjulia.soname = "libjulia.so.1";
-    libjulia.helper = true;
-    t.lib("lib/libjulia.so.1", libjulia);
-    t.helper_name = "libjulia.so.1";
-    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
-    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
-    t.exe("bin/prog", exe);
-}
 
 class UcmRepro : public ::testing::Test {
 protected:
@@ -83,7 +74,7 @@ protected:
 TEST_F(UcmRepro, rpath_the_original_report) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Row r = run_case("rpath", t, "bin/prog", "l:libopenlibm.so");
     EXPECT_FALSE(r.ucx_norpath) << "UCX with its workaround off no longer reproduces the report";
 }
@@ -91,14 +82,14 @@ TEST_F(UcmRepro, rpath_the_original_report) {
 TEST_F(UcmRepro, runpath) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.runpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.runpath = "$ORIGIN:$ORIGIN/julia"});
     run_case("runpath", t, "bin/prog", "l:libopenlibm.so");
 }
 
 TEST_F(UcmRepro, runpath_not_inherited) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    t.julia({}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
     // Recorded, not pinned: this layout (RUNPATH on the executable) does not
     // expose UCX's "wrongly found" of the reference table.
     run_case("runpath-noinherit", t, "bin/prog", "l:libopenlibm.so");
@@ -107,7 +98,7 @@ TEST_F(UcmRepro, runpath_not_inherited) {
 TEST_F(UcmRepro, hwcaps_only) {
     Tree t;
     t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Row r = run_case("hwcaps-only", t, "bin/prog", "l:libopenlibm.so");
     EXPECT_FALSE(r.ucx) << "UCX's workaround now searches glibc-hwcaps subdirectories";
 }
@@ -123,7 +114,7 @@ TEST_F(UcmRepro, executable_caller_with_runpath) {
 TEST_F(UcmRepro, internal_and_missing) {
     Tree t;
     t.lib("lib/julia/libjulia-internal.so.1", so("libjulia-internal.so.1"));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     run_case("internal", t, "bin/prog", "l:libjulia-internal.so.1");
     run_case("missing", t, "bin/prog", "l:libnothere.so");
 }

@@ -77,24 +77,12 @@ Capture same_as_glibc(const Tree& t, const std::string& prog, const std::vector<
     return paths_only(compare_all(t, prog, direct, std::move(env)).glibc);
 }
 
-// prefix/bin/prog (RPATH $ORIGIN/../lib) needs lib/libjulia.so.1, whose
-// helper_dlopen is the dlopen caller under test.
-void julia(Tree& t, LibSpec libjulia, ExeSpec exe = {}) {
-    libjulia.soname = "libjulia.so.1";
-    libjulia.helper = true;
-    t.lib("lib/libjulia.so.1", libjulia);
-    t.helper_name = "libjulia.so.1";
-    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
-    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
-    t.exe("bin/prog", exe);
-}
-
 }  // namespace
 
 TEST(Resolver, rpath_of_the_real_caller) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Outcome o = compare_all(t, "bin/prog", {"l:libopenlibm.so"});
     ASSERT_EQ(o.glibc.results.size(), 1u);
     EXPECT_NE(o.glibc.results[0].find(" ["), std::string::npos) << "no file identity reported";
@@ -108,7 +96,7 @@ TEST(Resolver, rpath_of_the_real_caller) {
 TEST(Resolver, preload_debug_log_and_disable) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture dbg = t.real("bin/prog", {"l:libopenlibm.so", "l:libnothere.so"},
                          {{"LD_PRELOAD", PRELOAD_LIB_PATH}, {"LDSHIM_DEBUG", "1"}});
     auto has = [&](const std::string& needle) {
@@ -129,14 +117,14 @@ TEST(Resolver, preload_debug_log_and_disable) {
 TEST(Resolver, runpath_of_the_real_caller) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.runpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.runpath = "$ORIGIN:$ORIGIN/julia"});
     same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
 }
 
 TEST(Resolver, executable_rpath_reaches_a_library_caller) {
     Tree t;
     t.lib("lib2/libopenlibm.so", so());
-    julia(t, {}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib2"});
+    t.julia({}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib2"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 1u);
 }
@@ -155,7 +143,7 @@ TEST(Resolver, loader_chain_rpath) {
 TEST(Resolver, runpath_is_not_inherited) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    t.julia({}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
     EXPECT_TRUE(r.results.empty());  // glibc does not find it, and neither may ldshim
 }
@@ -164,12 +152,12 @@ TEST(Resolver, rpath_over_ld_library_path_over_runpath) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
     t.lib("ldlp/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN/julia"});
     same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"}, {{"LD_LIBRARY_PATH", t.abs("ldlp")}});
     Tree u;
     u.lib("lib/julia/libopenlibm.so", so());
     u.lib("ldlp/libopenlibm.so", so());
-    julia(u, {.runpath = "$ORIGIN/julia"});
+    u.julia({.runpath = "$ORIGIN/julia"});
     Capture r = same_as_glibc(u, "bin/prog", {"l:libopenlibm.so"}, {{"LD_LIBRARY_PATH", u.abs("ldlp")}});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], u.abs("ldlp") + "/libopenlibm.so");
@@ -178,7 +166,7 @@ TEST(Resolver, rpath_over_ld_library_path_over_runpath) {
 TEST(Resolver, lib_token) {
     Tree t;
     t.lib("lib/lib/x86_64-linux-gnu/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN/$LIB"});
+    t.julia({.rpath = "$ORIGIN/$LIB"});
     same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
 }
 
@@ -187,7 +175,7 @@ TEST(Resolver, hwcaps_only_and_preferred) {
     t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", so());
     t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libother.so", so());
     t.lib("lib/julia/libother.so", so());
-    julia(t, {.rpath = "$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so", "l:libother.so"});
     ASSERT_EQ(r.results.size(), 2u);
     EXPECT_NE(r.results[1].find("glibc-hwcaps"), std::string::npos);
@@ -196,7 +184,7 @@ TEST(Resolver, hwcaps_only_and_preferred) {
 TEST(Resolver, soname_already_loaded_is_the_same_object) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so.4"));
-    julia(t, {.rpath = "$ORIGIN/julia"}, {.needs = {"lib/julia/libopenlibm.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    t.julia({.rpath = "$ORIGIN/julia"}, {.needs = {"lib/julia/libopenlibm.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
     // Loaded at startup under its file name; only the SONAME can match.
     t.patchelf({"--replace-needed", "libopenlibm.so.4", "libopenlibm.so", "bin/prog"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so.4"});
@@ -208,7 +196,7 @@ TEST(Resolver, foreign_class_file_is_skipped) {
     Tree t;
     t.lib32("lib/libopenlibm.so");
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 1u);
 }
@@ -225,7 +213,7 @@ TEST(Resolver, relative_slash_name_is_cwd_relative) {
     Tree t;
     t.lib("julia/libopenlibm.so", so());
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:julia/libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], "julia/libopenlibm.so");
@@ -234,7 +222,7 @@ TEST(Resolver, relative_slash_name_is_cwd_relative) {
 TEST(Resolver, internal_library_and_missing_one) {
     Tree t;
     t.lib("lib/julia/libjulia-internal.so.1", so("libjulia-internal.so.1"));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libjulia-internal.so.1", "l:libnothere.so", "o:libnothere.so"});
     ASSERT_EQ(r.errors.size(), 2u);
     EXPECT_EQ(r.errors[0], "libnothere.so: cannot open shared object file: No such file or directory");
@@ -242,14 +230,14 @@ TEST(Resolver, internal_library_and_missing_one) {
 
 TEST(Resolver, already_loaded_system_library_and_null) {
     Tree t;
-    julia(t, {});
+    t.julia({});
     same_as_glibc(t, "bin/prog", {"l:libc.so.6", "l:libz.so.1", "o:libz.so.1"});
 }
 
 TEST(Resolver, dlmopen_new_namespace_from_a_library) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so());
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"k:libopenlibm.so", "k:libnothere.so"});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
