@@ -67,7 +67,11 @@ void log_decision(const char* file, const Resolution& r) {
 }
 
 // Resolves from `caller` and opens through `next`: glibc's dlopen, or ucm's.
-void* resolve_and_open(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
+// ucm runs its own search on every path that is not absolute, so for it a
+// relative result is made absolute (same file; l_name then differs from
+// glibc's, which keeps the relative string).
+void* resolve_and_open(void* (*next)(const char*, int), const void* caller, const char* file, int mode,
+                       bool absolute_paths = false) {
     const Settings& s = settings();
     if (s.disabled || !file) return next(file, mode);
     Resolution r;
@@ -83,6 +87,10 @@ void* resolve_and_open(void* (*next)(const char*, int), const void* caller, cons
             return next(r.path.empty() ? nullptr : r.path.c_str(), mode);
         case Resolution::Kind::found: {
             t_pending = false;
+            if (absolute_paths && !r.path.empty() && r.path[0] != '/') {
+                char cwd[4096];
+                if (getcwd(cwd, sizeof cwd)) r.path = std::string(cwd) + "/" + r.path;
+            }
             void* h = next(r.path.c_str(), mode);
             LiveProcess::instance().note_changed();
             return h;
@@ -124,7 +132,7 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
 
 __attribute__((visibility("default"))) void* ucm_dlopen(const char* file, int mode) {
     dlopen_fn next = libucm_dlopen();
-    return resolve_and_open(next ? next : settings().real_dlopen, __builtin_return_address(0), file, mode);
+    return resolve_and_open(next ? next : settings().real_dlopen, __builtin_return_address(0), file, mode, next != nullptr);
 }
 
 __attribute__((visibility("default"))) void* dlmopen(Lmid_t lmid, const char* file, int mode) {

@@ -122,11 +122,11 @@ void Tree::symlink(const std::string& target, const std::string& rel) {
 void Tree::lib(const std::string& rel, const LibSpec& spec) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
-    std::string src = std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
+    std::string src = !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
     std::string cmd = "cc -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
     if (!spec.soname.empty()) cmd += " -Wl,-soname," + quote(spec.soname);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags);
-    if (spec.helper) cmd += " -ldl";
+    if (spec.helper || !spec.source.empty()) cmd += " -ldl";
     must(sh(cmd), cmd);
 }
 
@@ -141,7 +141,7 @@ void Tree::lib32(const std::string& rel) {
 void Tree::exe(const std::string& rel, const ExeSpec& spec) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
-    std::string src = std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
+    std::string src = !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
     std::string cmd = "cc -O0 -o " + quote(abs(rel)) + " " + quote(src);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags) + " -ldl";
     must(sh(cmd), cmd);

@@ -18,6 +18,7 @@ struct LibSpec {
     std::string runpath;             // DT_RUNPATH (--enable-new-dtags)
     bool helper = false;             // build helper.c (helper_dlopen) instead of lib.c
     std::vector<std::string> flags;  // extra compiler/linker flags
+    std::string source;              // another C file to build instead
 };
 
 struct ExeSpec {
@@ -26,6 +27,7 @@ struct ExeSpec {
     std::string runpath;
     bool driver = true;  // dlo.c (the dlopen driver) or main.c
     std::vector<std::string> flags;
+    std::string source;  // another C file to build instead
 };
 
 struct Capture {
