@@ -56,4 +56,38 @@ echo "## ldsearch --from libjulia.so.1 --dlopen libopenlibm.so bin/julia"
 real_search bin/julia > "$work/real2"
 grep -E '^(find|  trying| search)' "$work/mine2" > "$work/mine2s" || true
 compare "bin/julia with dlopen(libopenlibm.so) from libjulia" "$work/real2" "$work/mine2s"
+
+# The report itself, on the real Open MPI + UCX stack: fifteen Julia-shaped
+# layouts, each without UCX, with UCX's ucm in reloc mode (defaults, and with
+# its RPATH workaround off as in the report), and with libldshim_preload.so.
+echo
+echo "## Julia + Open MPI + UCX: which copy of libopenlibm each mode loads (PASS = the same as glibc without UCX)"
+if [ -x "$OLDPWD/build/tests/mpi_repro_tests" ] || [ -x "$(dirname "$LDSEARCH")/../../tests/mpi_repro_tests" ]; then
+    "$(dirname "$LDSEARCH")/../../tests/mpi_repro_tests" 2>&1 | sed -n 's/^\[ CASE     \] //p' || status=1
+fi
+
+# One failing case through ldsearch: the same tree, with ucm active glibc
+# attributes the dlopen to libucm.so.0 (LD_DEBUG=files), and searches from
+# there; from libjulia, the real caller, it would have found the library.
+echo
+echo "## The original case: what the loader did under ucm, and what ldshim does"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_tls=any \
+    OMPI_MCA_pml_ucx_devices=any OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 UCX_MEM_MMAP_HOOK_MODE=reloc \
+    UCX_MEM_MALLOC_RELOC=n UCX_MEM_DLOPEN_PROCESS_RPATH=n
+cc -shared -fPIC -DNO_MAIN -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$OLDPWD/tests/repro/fixtures/julia_mpi.c" \
+    -ldl -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia'
+cc -o bin/julia "$OLDPWD/tests/repro/fixtures/julia_mpi.c" -Lbin/../lib -l:libjulia.so.1 -ldl \
+    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
+echo "\$ bin/julia libopenlibm.so mpi      (ucm active, UCX_MEM_DLOPEN_PROCESS_RPATH=n)"
+timeout 60 env LD_DEBUG=files LD_DEBUG_OUTPUT="$work/files" bin/julia libopenlibm.so mpi 2>&1 | tail -1
+grep -h 'file=libopenlibm.so' "$work"/files.* | sed 's/^ *[0-9]*:\t*/    loader: /' | head -1
+echo "\$ LD_PRELOAD=libldshim_preload.so bin/julia libopenlibm.so mpi"
+timeout 60 env LD_PRELOAD="$OLDPWD/build/preload/libldshim_preload.so" bin/julia libopenlibm.so mpi 2>&1 | tail -1
+echo
+echo "\$ ldsearch --dlopen libucm.so.0 --from libucm.so.0 --dlopen libopenlibm.so bin/julia   (the search glibc made)"
+"$LDSEARCH" --dlopen libucm.so.0 --from libucm.so.0 --dlopen libopenlibm.so bin/julia 2>&1 |
+    sed -n '/^find library=libopenlibm.so/,$p' | grep -v '  trying file=' | cut -c1-200
+echo "\$ ldsearch --from libjulia.so.1 --dlopen libopenlibm.so bin/julia                       (the real caller's search)"
+"$LDSEARCH" --from libjulia.so.1 --dlopen libopenlibm.so bin/julia 2>&1 |
+    sed -n '/^find library=libopenlibm.so/,$p' | grep -v '  trying file=' | cut -c1-200
 exit $status
