@@ -6,9 +6,12 @@
 //   ucx          ucm hook active, UCX defaults
 //   ucx-norpath  the same with UCX_MEM_DLOPEN_PROCESS_RPATH=n (as in the report)
 //   ldshim       ucm hook active + LD_PRELOAD=libldshim_preload.so
+// and ldshim twice more: under mpirun (-np 1), and on the no-MPI route (ucm
+// switched on directly through libucm, UCX_MEM_DLOPEN_PROCESS_RPATH=n).
 // ldshim must load the same copy as glibc (or fail the same way) in every
-// case; the UCX modes are recorded and compared with the outcomes measured
-// on this machine, so that a UCX change shows up.  Every run has a timeout.
+// case and every way; the UCX modes are recorded and compared with the
+// outcomes measured on this machine, so that a UCX change shows up.  Every
+// run has a timeout.
 #include "../differential/harness.h"
 
 #include <gtest/gtest.h>
@@ -91,6 +94,27 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
         return !x.results.empty() ? x.results[0] : !x.errors.empty() ? "ERROR " + x.errors.back() : std::string("(no output)");
     };
     auto same = [&](const Capture& x) { return line(x) == line(truth); };
+    // ldshim under mpirun: the launcher's own environment must reach the rank,
+    // so this run does not go through env -i.
+    std::string cmd = "cd " + quote(t.root()) +
+                      " && timeout 120 mpirun --allow-run-as-root -np 1 --mca pml ucx --mca pml_ucx_tls any"
+                      " --mca pml_ucx_devices any --mca opal_common_ucx_opal_mem_hooks 0"
+                      " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n"
+                      " -x LD_PRELOAD=" PRELOAD_LIB_PATH;
+    for (const auto& [k, v] : env) cmd += " -x " + quote(k + "=" + v);
+    cmd += " bin/julia " + quote(lib) + " mpi > .out/mpirun 2>&1";
+    sh(cmd);
+    Capture d;
+    for (const auto& l : read_lines(t.abs(".out/mpirun"))) {
+        if (l.rfind("RESULT ", 0) == 0) d.results.push_back(l.substr(7));
+        if (l.rfind("ERROR ", 0) == 0) d.errors.push_back(l.substr(6));
+    }
+    Env route = env;
+    route.emplace_back("UCX_MEM_MMAP_HOOK_MODE", "reloc");
+    route.emplace_back("UCX_MEM_MALLOC_RELOC", "n");
+    route.emplace_back("UCX_MEM_DLOPEN_PROCESS_RPATH", "n");
+    route.emplace_back("LD_PRELOAD", PRELOAD_LIB_PATH);
+    Capture e = t.real("bin/julia", {lib, "ucm"}, route, limit);
     auto copy = [&](const Capture& x) {
         std::string l = line(x);
         auto id = l.rfind(" id=");
@@ -98,8 +122,12 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     };
     std::string where = line(truth);
     if (where.find(t.root()) != std::string::npos) where.erase(where.find(t.root()), t.root().size());
-    std::printf("[ CASE     ] %-20s glibc: %-52s ucx: %s  ucx-norpath: %s  ldshim: %s\n", name.c_str(), where.c_str(),
-                same(a) ? "PASS" : "FAIL", same(b) ? "PASS" : "FAIL", (compare_paths ? same(c) : copy(c) == copy(truth)) ? "PASS" : "FAIL");
+    auto ok = [&](const Capture& x) { return compare_paths ? same(x) : copy(x) == copy(truth); };
+    std::printf("[ CASE     ] %-20s glibc: %-52s ucx: %s  ucx-norpath: %s  ldshim: %s (mpirun: %s, no-MPI: %s)\n",
+                name.c_str(), where.c_str(), same(a) ? "PASS" : "FAIL", same(b) ? "PASS" : "FAIL",
+                ok(c) ? "PASS" : "FAIL", ok(d) ? "PASS" : "FAIL", ok(e) ? "PASS" : "FAIL");
+    EXPECT_TRUE(ok(d)) << name << ": under mpirun ldshim gave " << line(d);
+    EXPECT_TRUE(ok(e)) << name << ": on the no-MPI route ldshim gave " << line(e);
     EXPECT_TRUE(truth.status == 0 && (truth.results.size() + truth.errors.size()) >= 1) << name << ": no answer";
     if (compare_paths)
         EXPECT_EQ(line(truth), line(c)) << name << ": ldshim differs from glibc";
