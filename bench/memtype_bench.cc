@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -127,8 +128,9 @@ void BM_lookup_ucx(benchmark::State& st) {
 BENCHMARK(BM_lookup_ucx)->Name("lookup/ucx")->Arg(10)->Arg(1000)->Arg(100000);
 #endif
 
-// Reader throughput over 1,000 ranges, with and without a writer that keeps
-// removing and re-inserting random ranges as fast as it can.
+// Reader throughput over 1,000 ranges: no writer (0), a writer removing and
+// re-inserting random ranges as fast as it can (1, the worst case), and one
+// doing it at 100,000 updates per second (2, far above allocation rates).
 Registry* g_shared = nullptr;
 std::atomic<bool> g_stop{false};
 std::thread g_writer;
@@ -137,16 +139,23 @@ std::atomic<std::uint64_t> g_writes{0};
 void BM_readers(benchmark::State& st) {
     constexpr std::size_t n = 1000;
     const bool with_writer = st.range(0) != 0;
+    const bool paced = st.range(0) == 2;
     if (st.thread_index() == 0) {
         g_shared = new Registry();
         for (const auto& rg : layout(n)) g_shared->insert(rg.base, rg.len, Type::cuda, 0);
         g_stop = false;
         g_writes = 0;
         if (with_writer)
-            g_writer = std::thread([] {
+            g_writer = std::thread([paced] {
                 std::mt19937_64 rng(99);
                 const auto& rs = layout(n);
+                auto next = std::chrono::steady_clock::now();
                 while (!g_stop.load(std::memory_order_relaxed)) {
+                    if (paced) {  // two updates every 20 us
+                        next += std::chrono::microseconds(20);
+                        while (std::chrono::steady_clock::now() < next && !g_stop.load(std::memory_order_relaxed)) {
+                        }
+                    }
                     const Range& rg = rs[rng() % n];
                     g_shared->remove(rg.base, rg.len);
                     g_shared->insert(rg.base, rg.len, Type::cuda, 1);
@@ -167,7 +176,7 @@ void BM_readers(benchmark::State& st) {
         st.counters["writer_ops"] = benchmark::Counter(double(g_writes.load()), benchmark::Counter::kIsRate);
     }
 }
-BENCHMARK(BM_readers)->Name("readers/writer")->Arg(0)->Arg(1)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_readers)->Name("readers/writer")->Arg(0)->Arg(1)->Arg(2)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 

@@ -62,7 +62,7 @@ Registry& Registry::global() {
 
 std::size_t Registry::size() const noexcept {
     EpochDomain::Guard guard(*dom_);
-    return current_.load(std::memory_order_acquire)->nentries;
+    return __atomic_load_n(&current_.load(std::memory_order_acquire)->nentries, __ATOMIC_RELAXED);
 }
 
 std::size_t Registry::memory_bytes() const noexcept {
@@ -76,7 +76,7 @@ std::vector<Info> Registry::entries() const {
     EpochDomain::Guard guard(*dom_);
     const Snapshot* s = current_.load(std::memory_order_acquire);
     for (std::size_t c = 0; c < s->nchunks; ++c) {
-        const Chunk* ch = s->chunks()[c];
+        const Chunk* ch = __atomic_load_n(&s->chunks()[c], __ATOMIC_ACQUIRE);
         for (std::uint32_t i = 0; i < ch->n; ++i)
             out.push_back({ch->e[i].type, ch->e[i].device, ch->base[i], span_length(ch->base[i], ch->e[i].last),
                            ch->e[i].generation});
@@ -179,6 +179,20 @@ void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
         ch->n = static_cast<std::uint32_t>(take_n);
         fresh.push_back(ch);
     }
+    // The common update -- one chunk rewritten, same first key -- leaves the
+    // index as it is: the chunk pointer is swapped in place, so readers keep
+    // their cached index lines and only the one chunk changes under them.
+    // (A lookup reads one chunk, so old and new chunks side by side are each
+    // a state the writer published.)
+    if (cj - ci == 1 && fresh.size() == 1 && fresh[0]->base[0] == s->first()[ci]) {
+        auto* live = const_cast<Snapshot*>(s);
+        const Chunk* old = s->chunks()[ci];
+        std::size_t entries = s->nentries - old->n + fresh[0]->n;
+        __atomic_store_n(&live->chunks()[ci], fresh[0], __ATOMIC_RELEASE);
+        __atomic_store_n(&live->nentries, entries, __ATOMIC_RELAXED);
+        retire({nullptr, old}, sizeof(Chunk));
+        return;
+    }
     std::size_t nn = nc - (cj - ci) + fresh.size();
     Snapshot* next = make_snapshot(nn);
     std::size_t k = 0, entries = 0;
@@ -199,9 +213,16 @@ void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
 
 void Registry::publish(Snapshot* next, std::vector<const void*> garbage, std::size_t garbage_bytes) {
     current_.store(next, std::memory_order_release);
+    retire(std::move(garbage), garbage_bytes);
+}
+
+// `blocks` were reachable until now: free them once no reader can hold them.
+// A batch whose first block is a snapshot frees it with free(), the rest are
+// chunks; a batch of chunks alone is marked by a leading nullptr.
+void Registry::retire(std::vector<const void*> blocks, std::size_t bytes) {
     std::uint64_t e = dom_->advance();
-    retired_.push_back({e, std::move(garbage), garbage_bytes});
-    retired_bytes_ += garbage_bytes;
+    retired_.push_back({e, std::move(blocks), bytes});
+    retired_bytes_ += bytes;
     reclaim(false);
 }
 
@@ -225,7 +246,7 @@ void Registry::reclaim(bool force) {
         retired_bytes_ -= r.bytes;
         for (std::size_t b = 0; b < r.blocks.size(); ++b) {
             if (b == 0)
-                std::free(const_cast<void*>(r.blocks[b]));
+                std::free(const_cast<void*>(r.blocks[b]));  // a snapshot, or nullptr
             else
                 delete static_cast<const Chunk*>(r.blocks[b]);
         }

@@ -94,6 +94,7 @@ private:
     struct Flat;
 
     void publish(Snapshot* next, std::vector<const void*> garbage, std::size_t garbage_bytes);
+    void retire(std::vector<const void*> blocks, std::size_t bytes);
     void reclaim(bool force);
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* insert);
 
@@ -155,7 +156,8 @@ inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
         info = {Type::unregistered, -1, 0, detail::span_length(0, hi), 0};
     } else {
         std::size_t c = detail::count_le(first, nc, p) - 1;  // the count is >= 1: first[0] <= p
-        const Chunk* ch = s->chunks()[c];
+        // Acquire: a writer may swap this one pointer in place (see edit()).
+        const Chunk* ch = __atomic_load_n(&s->chunks()[c], __ATOMIC_ACQUIRE);
         std::size_t i = detail::count_le_fixed<kChunk>(ch->base, ch->n, p);  // >= 1: ch->base[0] <= p
         std::size_t j = i ? i - 1 : 0;
         const Entry& e = ch->e[j];
