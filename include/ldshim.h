@@ -105,6 +105,22 @@ int ldshim_memtype_remove(const void *base, size_t length);
  * is NULL. */
 int ldshim_memtype_query(const void *ptr, size_t length, ldshim_meminfo_t *info);
 
+/* Which rule answered ldshim_memtype_classify. */
+typedef enum {
+    LDSHIM_MEMRULE_REGISTRY = 0,     /* the registry knew the range */
+    LDSHIM_MEMRULE_DRIVER = 1,       /* the CUDA driver classified it; the whole
+                                        allocation is registered from now on */
+    LDSHIM_MEMRULE_DEFAULT_HOST = 2  /* unknown to both, or no CUDA driver:
+                                        reported as LDSHIM_MEM_HOST */
+} ldshim_memrule_t;
+
+/* ldshim_memtype_query, then -- for an unregistered pointer -- the CUDA
+ * driver if one is present (libcuda.so.1, loaded on first need; one
+ * cuPointerGetAttributes and one cuMemGetAddressRange per miss), then
+ * "host".  `rule` (may be NULL) says which answered.  Slower than
+ * ldshim_memtype_query on a miss, and not wait-free there. */
+int ldshim_memtype_classify(const void *ptr, size_t length, ldshim_meminfo_t *info, ldshim_memrule_t *rule);
+
 #ifdef __cplusplus
 }
 #endif
