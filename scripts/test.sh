@@ -10,6 +10,9 @@ meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 # The registry's concurrency tests again, under ThreadSanitizer.
 echo "== ThreadSanitizer: memtype concurrency tests"
 ./scripts/tsan.sh || status=$?
+# Everything that runs inside instrumented processes, under ASan+UBSan+LSan.
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites"
+./scripts/asan.sh || status=$?
 python3 - build/meson-logs/testlog.junit.xml <<'PY' || true
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
