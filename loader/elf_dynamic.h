@@ -37,6 +37,11 @@ struct DynamicEntries {
         return true;
     }
     bool has_strings() const { return !needed.empty() || soname || rpath || runpath; }
+    // Why the strings cannot be located, or nullptr when they can (or when
+    // there are none): every reader rejects the same malformed table alike.
+    const char* strtab_problem() const {
+        return has_strings() && (!strtab || !strsz) ? "dynamic section has strings but no DT_STRTAB/DT_STRSZ" : nullptr;
+    }
 
     // Fill `f` from the string table through get(offset) -> optional<string>
     // (nullopt when the offset or its terminator is out of bounds).  On

@@ -90,9 +90,9 @@ FactsResult decode(const FileImage& img) {
         r.ok = true;
         return r;
     }
+    if (const char* why = de.strtab_problem()) return fail(why);
     auto& strtab_vaddr = de.strtab;
     auto& strsz = de.strsz;
-    if (!strtab_vaddr || !strsz) return fail("dynamic section has strings but no DT_STRTAB/DT_STRSZ");
     // DT_STRTAB is an address: map it through the file-backed PT_LOADs.
     std::optional<std::uint64_t> strtab_off;
     for (const auto& p : ph)

@@ -102,12 +102,12 @@ FactsResult decode(Elf* elf) {
         r.ok = true;
         return r;
     }
-    auto& strtab_vaddr = de.strtab;
-    auto& strsz = de.strsz;
-    if (!strtab_vaddr || !strsz) {
-        r.error = "dynamic section has strings but no DT_STRTAB/DT_STRSZ";
+    if (const char* why = de.strtab_problem()) {
+        r.error = why;
         return r;
     }
+    auto& strtab_vaddr = de.strtab;
+    auto& strsz = de.strsz;
     auto strtab_off = vaddr_to_offset(loads, *strtab_vaddr);
     if (!strtab_off) {
         r.error = "DT_STRTAB points outside every loadable segment";

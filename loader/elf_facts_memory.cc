@@ -72,12 +72,12 @@ FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size
         r.ok = true;
         return r;
     }
-    auto& strtab = de.strtab;
-    auto& strsz = de.strsz;
-    if (!strtab || !strsz) {
-        r.error = "dynamic section has strings but no DT_STRTAB/DT_STRSZ";
+    if (const char* why = de.strtab_problem()) {
+        r.error = why;
         return r;
     }
+    auto& strtab = de.strtab;
+    auto& strsz = de.strsz;
     // glibc relocates DT_STRTAB in place when the dynamic section is writable;
     // a read-only one (the vDSO) still holds the link-time address.
     std::uintptr_t tab = static_cast<std::uintptr_t>(*strtab);
