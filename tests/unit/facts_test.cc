@@ -70,6 +70,26 @@ TEST(ElfFacts, string_offset_out_of_range_is_an_error) {
     EXPECT_NE(r.error.find("out of range"), std::string::npos);
 }
 
+TEST(ElfFacts, strings_without_a_string_table_are_rejected_by_both_readers) {
+    auto img = build_elf({.needed = {"libc.so.6"}});
+    // The dynamic section ends the image; retag its DT_STRTAB as DT_DEBUG.
+    bool retagged = false;
+    for (std::size_t off = img.size() - sizeof(Elf64_Dyn); !retagged && off > 0; off -= sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        std::memcpy(&d, img.data() + off, sizeof d);
+        if (d.d_tag == DT_STRTAB) {
+            d.d_tag = DT_DEBUG;
+            std::memcpy(img.data() + off, &d, sizeof d);
+            retagged = true;
+        }
+    }
+    ASSERT_TRUE(retagged);
+    for (const auto& r : {read_facts(img), read_facts_libelf(img)}) {
+        EXPECT_FALSE(r.ok);
+        EXPECT_EQ(r.error, "dynamic section has strings but no DT_STRTAB/DT_STRSZ");
+    }
+}
+
 TEST(ElfFacts, not_elf) {
     std::string s = "#!/bin/sh\necho hi\n";
     auto r = read_facts(std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()));
