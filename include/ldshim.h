@@ -121,6 +121,87 @@ typedef enum {
  * ldshim_memtype_query on a miss, and not wait-free there. */
 int ldshim_memtype_classify(const void *ptr, size_t length, ldshim_meminfo_t *info, ldshim_memrule_t *rule);
 
+/* ---- Hooks -------------------------------------------------------------
+ * ldshim_hooks_install(LDSHIM_HOOK_CUDA) writes ldshim's hooks into the
+ * import slots (GOT/PLT, GLOB_DAT and absolute data pointers) of the CUDA
+ * allocation functions in every loaded object but ldshim's own, and into the
+ * dlopen/dlclose/dlsym/dlvsym slots so that it sees every new object and
+ * every function pointer fetched by name; cuGetProcAddress and
+ * cudaGetDriverEntryPoint hand out hooked driver functions.  Each hook calls
+ * the function it replaced (or the function another hooker had put in the
+ * slot), returns its result unchanged, and keeps the memory-type registry
+ * exact: allocations are inserted after they succeed, frees are removed
+ * before the real free runs.  Thread-safe. */
+#define LDSHIM_HOOK_CUDA 0x1u
+
+/* LDSHIM_ERR_UNSUPPORTED when this build has no CUDA support (no CUDA
+ * headers at build time) or for unknown flags.  Installing twice is a
+ * no-op that picks up new objects. */
+int ldshim_hooks_install(unsigned flags);
+/* Restores every slot that still holds ldshim's value to what was there
+ * before; slots that someone else rewrote since are left alone (logged).
+ * Function pointers handed out earlier keep working (hooks are never
+ * unmapped) but no longer feed the registry. */
+int ldshim_hooks_uninstall(void);
+/* Patches objects loaded since the last look.  The dlopen/dlclose hooks
+ * call this; a program that loads libraries by other means (a dlopen
+ * pointer fetched before install, a raw mmap loader) can call it. */
+int ldshim_hooks_refresh(void);
+
+/* Which interception paths are active: a bit set of these. */
+#define LDSHIM_PATH_GOT 0x1u           /* at least one CUDA import slot patched */
+#define LDSHIM_PATH_DLOPEN 0x2u        /* dlopen/dlclose slots patched: new objects followed */
+#define LDSHIM_PATH_DLSYM 0x4u         /* dlsym/dlvsym slots patched: lookups by name hooked */
+#define LDSHIM_PATH_PROC_ADDRESS 0x8u  /* cuGetProcAddress / cudaGetDriverEntryPoint hooked */
+unsigned ldshim_hooks_active(void);
+
+/* The operation log: one entry per slot write, in order. */
+typedef enum {
+    LDSHIM_HOOK_OP_PATCHED = 0,  /* the slot held the function itself; now the hook */
+    LDSHIM_HOOK_OP_CHAINED = 1,  /* the slot held another hooker's function; the hook calls it */
+    LDSHIM_HOOK_OP_RESTORED = 2, /* uninstall put the old value back */
+    LDSHIM_HOOK_OP_LEFT = 3,     /* uninstall found someone else's value and left it */
+    LDSHIM_HOOK_OP_FAILED = 4    /* the write failed (detail says why); slot unchanged */
+} ldshim_hook_op_status_t;
+
+typedef struct {
+    const char *object;   /* the object's path ("" for the main program) */
+    const char *symbol;   /* e.g. "cuMemAlloc_v2" */
+    const char *version;  /* the symbol version the import names, or "" */
+    const void *slot;     /* the address written */
+    const void *old_value;
+    const void *new_value;
+    const void *target;   /* what the hook calls */
+    ldshim_hook_op_status_t status;
+    const char *detail;   /* "" or a reason */
+} ldshim_hook_op_t;
+
+size_t ldshim_hooks_log_size(void);
+/* Fills *op with entry `index`; its strings live as long as the process.
+ * LDSHIM_ERR_INVALID_ARGUMENT for an index past the end or a NULL op. */
+int ldshim_hooks_log_get(size_t index, ldshim_hook_op_t *op);
+/* Writes the log to fd, one tab-separated line per entry. */
+int ldshim_hooks_log_write(int fd);
+/* "patched", "chained", ... ; "unknown" for anything else. */
+const char *ldshim_hook_op_status_name(int status);
+
+/* Allocation events, for subscribers such as UCX's memory-event handlers. */
+typedef enum { LDSHIM_EVENT_ALLOC = 0, LDSHIM_EVENT_FREE = 1 } ldshim_event_kind_t;
+typedef struct {
+    ldshim_event_kind_t kind;
+    ldshim_memtype_t type;
+    int device;
+    const void *base;
+    size_t length;
+    const char *function;  /* the hooked function, e.g. "cudaMallocAsync_ptsz" */
+} ldshim_mem_event_t;
+typedef void (*ldshim_mem_callback_t)(const ldshim_mem_event_t *event, void *arg);
+/* At most 16 subscriptions; LDSHIM_ERR_NO_MEMORY past that.  Free events
+ * are delivered before the real free runs.  A callback may still be running
+ * in another thread when unsubscribe returns. */
+int ldshim_hooks_subscribe(ldshim_mem_callback_t callback, void *arg);
+int ldshim_hooks_unsubscribe(ldshim_mem_callback_t callback, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,301 @@
+#include "hooks/engine.h"
+
+#include "hooks/events.h"
+#include "hooks/object_scan.h"
+#include "hooks/oplog.h"
+#include "hooks/slot_writer.h"
+#include "hooks/table.h"
+#include "ldshim.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+namespace ldshim::hooks {
+
+namespace {
+
+// dl_iterate_phdr with a capturing callable.  The loader's write lock is held
+// during the callback: nothing inside may call dladdr/dlsym/dlopen (lock
+// order inversion with a concurrent dlopen), so the engine scans and writes
+// inside and does every lookup between two iterations.
+template <class F>
+void each_object(F&& f) {
+    std::function<int(dl_phdr_info&)> fn = std::forward<F>(f);
+    dl_iterate_phdr([](dl_phdr_info* info, std::size_t, void* p) { return (*static_cast<decltype(fn)*>(p))(*info); },
+                    &fn);
+}
+
+// dl_iterate_phdr lists an object as soon as it is mapped, before its
+// relocations are processed (another thread may be inside dlopen), and until
+// it is unmapped (after its finalizers ran).  glibc registers an object for
+// _dl_find_object only once it is relocated, and withdraws it first on
+// dlclose, so that is the test for "its GOT holds real values".  Lock-free:
+// safe inside the dl_iterate_phdr callback.
+bool relocated(const dl_phdr_info& info) {
+    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+        if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
+        auto* addr = reinterpret_cast<void*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
+        dl_find_object found;
+        return _dl_find_object(addr, &found) == 0 && found.dlfo_link_map &&
+               found.dlfo_link_map->l_addr == info.dlpi_addr;
+    }
+    return false;
+}
+
+bool is_foreign(std::uintptr_t value, const char* symbol) {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void*>(value), &info) || !info.dli_sname) return true;
+    return reinterpret_cast<std::uintptr_t>(info.dli_saddr) != value || std::strcmp(info.dli_sname, symbol) != 0;
+}
+
+unsigned path_of(int id) {
+    auto hid = static_cast<HookId>(id);
+    if (hid == HookId::k_dlsym || hid == HookId::k_dlvsym) return LDSHIM_PATH_DLSYM;
+    return path_bit(hook_def(id).kind);
+}
+
+// What a lazily bound slot would have been bound to: the global scope, then
+// the object's own dependency scope (an RTLD_LOCAL library's dependencies).
+void* resolve_unbound(const char* name, const std::string& version, const std::string& object) {
+    void* f = version.empty() ? dlsym(RTLD_DEFAULT, name) : dlvsym(RTLD_DEFAULT, name, version.c_str());
+    if (f) return f;
+    void* h = dlopen(object.empty() ? nullptr : object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return nullptr;
+    f = version.empty() ? dlsym(h, name) : dlvsym(h, name, version.c_str());
+    dlclose(h);
+    return f;
+}
+
+// Keep libldshim mapped forever once it has written a hook anywhere.
+void pin_self() {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+}  // namespace
+
+Engine& Engine::instance() {
+    static Engine* e = new Engine;  // never destroyed: hooks outlive static destructors
+    return *e;
+}
+
+bool Engine::in_ldshim(std::uintptr_t addr) const {
+    return std::any_of(ldshim_ranges_.begin(), ldshim_ranges_.end(),
+                       [&](const Range& r) { return addr >= r.lo && addr < r.hi; });
+}
+
+int Engine::install(unsigned flags) {
+    if (flags == 0 || (flags & ~LDSHIM_HOOK_CUDA)) return LDSHIM_ERR_INVALID_ARGUMENT;
+    if (!arch::kSupported || !cuda_hooks_built()) return LDSHIM_ERR_UNSUPPORTED;
+    std::lock_guard lock(mu_);
+    if (!installed_) pin_self();
+    installed_ = true;
+    g_recording.store(true, std::memory_order_release);
+    try {
+        pass_locked(true);
+    } catch (const std::bad_alloc&) {
+        return LDSHIM_ERR_NO_MEMORY;
+    }
+    return LDSHIM_OK;
+}
+
+namespace {
+struct Counters {
+    unsigned long long adds = 0, subs = 0;
+};
+Counters counters() {
+    Counters c;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* p) {
+            auto* cc = static_cast<Counters*>(p);
+            cc->adds = info->dlpi_adds;
+            cc->subs = info->dlpi_subs;
+            return 1;  // the first object is enough
+        },
+        &c);
+    return c;
+}
+}  // namespace
+
+int Engine::refresh() {
+    std::lock_guard lock(mu_);
+    if (!installed_) return LDSHIM_OK;
+    Counters c = counters();
+    if (c.adds == adds_ && c.subs == subs_ && !retry_) return LDSHIM_OK;
+    try {
+        pass_locked(c.subs != subs_);
+    } catch (const std::bad_alloc&) {
+        return LDSHIM_ERR_NO_MEMORY;
+    }
+    return LDSHIM_OK;
+}
+
+void Engine::pass_locked(bool full, bool patch) {
+    if (full) seen_.clear();
+    retry_ = false;
+    std::vector<Candidate> found;
+    std::unordered_set<std::uintptr_t> confirmed;  // slots that still hold our hook
+    ldshim_ranges_.clear();
+
+    // 1. Scan (inside the loader lock: reads only).
+    each_object([&](dl_phdr_info& info) {
+        adds_ = info.dlpi_adds;
+        subs_ = info.dlpi_subs;
+        ObjectImports obj(info);
+        if (obj.has_ldshim_marker()) {
+            for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
+                if (info.dlpi_phdr[i].p_type == PT_LOAD) {
+                    std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
+                    ldshim_ranges_.push_back({lo, lo + info.dlpi_phdr[i].p_memsz});
+                }
+            return 0;
+        }
+        if (!obj.ok() || seen_.count(info.dlpi_addr)) return 0;
+        if (!relocated(info)) {
+            retry_ = true;  // being loaded (or unloaded) by another thread: look again later
+            return 0;
+        }
+        seen_.insert(info.dlpi_addr);
+        obj.for_each([](const char* name) { return find_hook(name) >= 0; },
+                     [&](const Import& imp) {
+                         int id = find_hook(imp.name);
+                         const HookDef& def = hook_def(id);
+                         if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
+                         if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
+                         auto value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(imp.slot), __ATOMIC_ACQUIRE);
+                         if (value == reinterpret_cast<std::uintptr_t>(def.fn)) {
+                             confirmed.insert(imp.slot);
+                             return;
+                         }
+                         if (value == 0) return;  // an unresolved weak reference: nothing to call
+                         found.push_back({info.dlpi_addr, imp.slot, value, id, obj.contains(value),
+                                          info.dlpi_name ? info.dlpi_name : "", imp.version ? imp.version : ""});
+                     });
+        return 0;
+    });
+    if (full)
+        std::erase_if(patches_, [&](const auto& kv) { return !confirmed.count(kv.first); });
+    if (!patch) {
+        seen_.clear();
+        return;
+    }
+
+    // 2. Decide what each hook calls (lookups: outside the loader lock).
+    std::vector<Op> ops;
+    std::vector<Candidate> todo;
+    std::vector<bool> foreign;
+    for (Candidate& c : found) {
+        const HookDef& def = hook_def(c.id);
+        std::atomic<void*>& next = g_next[c.id];
+        bool loader = def.kind == HookKind::loader;
+        if (loader && in_ldshim(c.value)) continue;  // ldshim's preload already handles this call
+        if (c.lazy) {
+            if (!next.load()) {
+                void* f = resolve_unbound(def.name, c.version, c.object);
+                if (!f || (loader && in_ldshim(reinterpret_cast<std::uintptr_t>(f)))) continue;
+                void* expected = nullptr;
+                if (next.compare_exchange_strong(expected, f)) adopt_companions(f, def.kind);
+            }
+        } else {
+            void* expected = nullptr;
+            void* v = reinterpret_cast<void*>(c.value);
+            if (next.compare_exchange_strong(expected, v)) {
+                adopt_companions(v, def.kind);
+            } else if (expected != v && is_foreign(c.value, def.name) &&
+                       !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
+                // Another hooker took this function over: every hook call goes
+                // through it, so it sees the calls it asked to see.
+                next.store(v, std::memory_order_release);
+            }
+        }
+        foreign.push_back(!c.lazy && is_foreign(c.value, def.name));
+        todo.push_back(std::move(c));
+    }
+
+    // 3. Write (inside the loader lock again, so no object can go away
+    // between the check that it is there and the store).
+    std::unordered_set<std::uintptr_t> bases;
+    for (const Candidate& c : todo) bases.insert(c.base);
+    std::unordered_set<std::uintptr_t> present;
+    std::vector<SlotWriter::Result> results(todo.size(), SlotWriter::Result::unmapped);
+    if (!todo.empty()) {
+        SlotWriter writer;
+        each_object([&](dl_phdr_info& info) {
+            if (!bases.count(info.dlpi_addr) || !relocated(info)) return 0;
+            for (std::size_t i = 0; i < todo.size(); ++i) {
+                const Candidate& c = todo[i];
+                if (c.base != info.dlpi_addr) continue;
+                results[i] = writer.write(c.slot, c.value, reinterpret_cast<std::uintptr_t>(hook_def(c.id).fn));
+            }
+            return 0;
+        });
+    }
+    unsigned paths = 0;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+        const Candidate& c = todo[i];
+        const HookDef& def = hook_def(c.id);
+        auto hook = reinterpret_cast<std::uintptr_t>(def.fn);
+        Op op{c.object, def.name, c.version, c.slot, c.value, hook,
+              reinterpret_cast<std::uintptr_t>(g_next[c.id].load()), OpStatus::patched, {}};
+        if (results[i] == SlotWriter::Result::written) {
+            op.status = foreign[i] ? OpStatus::chained : OpStatus::patched;
+            if (c.lazy) op.detail = "lazy slot, not bound yet";
+            patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.object};
+            paths |= path_of(c.id);
+        } else {
+            op.status = OpStatus::failed;
+            op.new_value = c.value;
+            op.detail = SlotWriter::describe(results[i]);
+        }
+        ops.push_back(std::move(op));
+    }
+    g_active_paths.fetch_or(paths, std::memory_order_relaxed);
+    for (Op& op : ops) OpLog::global().append(std::move(op));
+}
+
+int Engine::uninstall() {
+    std::lock_guard lock(mu_);
+    if (!installed_) return LDSHIM_OK;
+    g_recording.store(false, std::memory_order_release);
+    try {
+        pass_locked(true, false);  // drop the records of objects that went away
+        std::vector<Op> ops;
+        SlotWriter writer;
+        each_object([&](dl_phdr_info& info) {
+            if (!relocated(info)) return 0;
+            for (auto& [slot, p] : patches_) {
+                if (p.base != info.dlpi_addr) continue;
+                const HookDef& def = hook_def(p.id);
+                Op op{p.object, def.name, {}, slot, p.hook, p.original, 0, OpStatus::restored, {}};
+                auto r = writer.write(slot, p.hook, p.original);
+                if (r == SlotWriter::Result::changed) {
+                    op.status = OpStatus::left;
+                    op.new_value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_RELAXED);
+                    op.old_value = op.new_value;
+                    op.detail = "someone else rewrote the slot since; left as it is";
+                } else if (r != SlotWriter::Result::written) {
+                    op.status = OpStatus::failed;
+                    op.new_value = p.hook;
+                    op.detail = SlotWriter::describe(r);
+                }
+                ops.push_back(std::move(op));
+            }
+            return 0;
+        });
+        for (Op& op : ops) OpLog::global().append(std::move(op));
+    } catch (const std::bad_alloc&) {
+        return LDSHIM_ERR_NO_MEMORY;
+    }
+    patches_.clear();
+    seen_.clear();
+    installed_ = false;
+    g_active_paths.store(0, std::memory_order_relaxed);
+    return LDSHIM_OK;
+}
+
+}  // namespace ldshim::hooks

@@ -1,0 +1,62 @@
+// The patching engine: finds every import of a hooked function in every
+// loaded object (but ldshim's own), publishes what the hook must call, then
+// writes the hook into the slot; follows objects that appear (dl_iterate_phdr
+// add counter) and disappear (sub counter: everything is rescanned, so a new
+// library mapped at a freed base is patched and nothing stale survives);
+// restores exactly what it changed on uninstall.  Passes are serialised by a
+// mutex; hooks themselves never take it.
+#pragma once
+
+#include "hooks/arch.h"
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ldshim::hooks {
+
+class Engine {
+public:
+    static Engine& instance();
+
+    int install(unsigned flags);  // ldshim_status
+    int uninstall();
+    // Patches objects that appeared since the last pass; cheap (one
+    // dl_iterate_phdr step) when nothing changed.
+    int refresh();
+
+private:
+    struct Patch {
+        std::uintptr_t slot, original, hook;
+        std::uintptr_t base;  // the object's load base
+        int id;
+        std::string object;
+    };
+    struct Candidate {
+        std::uintptr_t base, slot, value;
+        int id;
+        bool lazy;  // the slot still points into its own object (unbound PLT)
+        std::string object, version;
+    };
+    struct Range {
+        std::uintptr_t lo, hi;
+    };
+
+    // full: rescan every object (after an unload); patch: false only prunes
+    // the records of slots that no longer hold a hook.
+    void pass_locked(bool full, bool patch = true);
+    bool in_ldshim(std::uintptr_t addr) const;
+
+    std::mutex mu_;
+    bool installed_ = false;
+    unsigned long long adds_ = 0, subs_ = 0;
+    bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
+    std::unordered_set<std::uintptr_t> seen_;           // bases scanned since the last unload
+    std::unordered_map<std::uintptr_t, Patch> patches_;  // by slot
+    std::vector<Range> ldshim_ranges_;                  // segments of objects carrying the marker
+};
+
+}  // namespace ldshim::hooks

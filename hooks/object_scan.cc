@@ -1,0 +1,171 @@
+#include "hooks/object_scan.h"
+
+#include "hooks/marker.h"
+
+#include <cstring>
+
+namespace ldshim::hooks {
+
+namespace arch {
+const char* slot_kind_name(SlotKind k) {
+    switch (k) {
+        case SlotKind::jump_slot: return "JUMP_SLOT";
+        case SlotKind::glob_dat: return "GLOB_DAT";
+        case SlotKind::abs64: return "ABS64";
+        case SlotKind::none: break;
+    }
+    return "none";
+}
+}  // namespace arch
+
+namespace {
+
+// Does a PT_NOTE segment carry ldshim's marker (marker.h)?
+bool note_has_marker(std::uintptr_t p, std::size_t size) {
+    std::size_t off = 0;
+    while (size - off >= sizeof(ElfW(Nhdr))) {
+        const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p + off);
+        std::size_t name = (n->n_namesz + 3) & ~std::size_t{3}, desc = (n->n_descsz + 3) & ~std::size_t{3};
+        std::size_t rest = size - off - sizeof(ElfW(Nhdr));
+        if (name > rest || desc > rest - name) return false;
+        const char* nm = reinterpret_cast<const char*>(n + 1);
+        if (n->n_type == kMarkerNoteType && n->n_namesz == sizeof kMarkerNoteName &&
+            std::memcmp(nm, kMarkerNoteName, sizeof kMarkerNoteName) == 0)
+            return true;
+        off += sizeof(ElfW(Nhdr)) + name + desc;
+    }
+    return false;
+}
+
+}  // namespace
+
+ObjectImports::ObjectImports(const dl_phdr_info& info) : info_(info) {
+    const ElfW(Phdr)* dynamic = nullptr;
+    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+        if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
+        if (ph.p_type == PT_NOTE && contains(info.dlpi_addr + ph.p_vaddr, ph.p_memsz) &&
+            note_has_marker(info.dlpi_addr + ph.p_vaddr, ph.p_memsz))
+            marker_ = true;
+    }
+    if (!dynamic) {
+        error_ = "no dynamic section";
+        return;
+    }
+    std::uintptr_t dyn_addr = info.dlpi_addr + dynamic->p_vaddr;
+    std::size_t ndyn = dynamic->p_memsz / sizeof(ElfW(Dyn));
+    if (!contains(dyn_addr, ndyn * sizeof(ElfW(Dyn)))) {
+        error_ = "dynamic section lies outside the object's segments";
+        return;
+    }
+    // Decode once: the values, and which tags were present.
+    std::uint64_t rela = 0, relasz = 0, relaent = sizeof(ElfW(Rela)), jmprel = 0, pltrelsz = 0, pltrel = DT_RELA;
+    std::uint64_t symtab = 0, strtab = 0, versym = 0, verneed = 0;
+    const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(dyn_addr);
+    for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
+        std::uint64_t v = dyn[i].d_un.d_val;
+        switch (dyn[i].d_tag) {
+            case DT_SYMTAB: symtab = v; break;
+            case DT_SYMENT: syment_ = v; break;
+            case DT_STRTAB: strtab = v; break;
+            case DT_STRSZ: strsz_ = v; break;
+            case DT_RELA: rela = v; break;
+            case DT_RELASZ: relasz = v; break;
+            case DT_RELAENT: relaent = v; break;
+            case DT_JMPREL: jmprel = v; break;
+            case DT_PLTRELSZ: pltrelsz = v; break;
+            case DT_PLTREL: pltrel = v; break;
+            case DT_VERSYM: versym = v; break;
+            case DT_VERNEED: verneed = v; break;
+            case DT_VERNEEDNUM: verneednum_ = v; break;
+            default: break;
+        }
+    }
+    if (!symtab || !strtab || !strsz_) return;  // imports nothing by name
+    if (syment_ < sizeof(ElfW(Sym)) || relaent != sizeof(ElfW(Rela))) {
+        error_ = "unexpected symbol or relocation entry size";
+        return;
+    }
+    symtab_ = reinterpret_cast<const ElfW(Sym)*>(pointer(symtab, syment_));
+    strtab_ = reinterpret_cast<const char*>(pointer(strtab, strsz_));
+    if (!symtab_ || !strtab_) {
+        error_ = "symbol or string table lies outside the object's segments";
+        return;
+    }
+    if (versym) versym_ = reinterpret_cast<const ElfW(Half)*>(pointer(versym, sizeof(ElfW(Half))));
+    if (verneed && verneednum_) verneed_ = reinterpret_cast<const ElfW(Verneed)*>(pointer(verneed, sizeof(ElfW(Verneed))));
+    // x86-64 and aarch64 use RELA only; a REL table (DT_PLTREL == DT_REL)
+    // has no slots this code could interpret, so it is not read.
+    if (rela && relasz) {
+        tables_[0].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(rela, relasz));
+        tables_[0].count = tables_[0].rela ? relasz / sizeof(ElfW(Rela)) : 0;
+    }
+    if (jmprel && pltrelsz && pltrel == DT_RELA) {
+        tables_[1].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(jmprel, pltrelsz));
+        tables_[1].count = tables_[1].rela ? pltrelsz / sizeof(ElfW(Rela)) : 0;
+    }
+}
+
+bool ObjectImports::contains(std::uintptr_t addr, std::size_t len) const {
+    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (addr >= lo && addr <= hi && len <= hi - addr) return true;
+    }
+    return false;
+}
+
+// glibc rewrites d_ptr values to run-time addresses when the dynamic
+// section is writable; a read-only one still holds link-time values.
+std::uintptr_t ObjectImports::pointer(std::uint64_t value, std::size_t len) const {
+    auto p = static_cast<std::uintptr_t>(value);
+    if (contains(p, len)) return p;
+    p += info_.dlpi_addr;
+    return contains(p, len) ? p : 0;
+}
+
+const char* ObjectImports::version_name(std::uint32_t sym) const {
+    if (!versym_) return nullptr;
+    auto vs = reinterpret_cast<std::uintptr_t>(versym_ + sym);
+    if (!contains(vs, sizeof(ElfW(Half)))) return nullptr;
+    unsigned index = versym_[sym] & 0x7fff;
+    if (index < 2 || !verneed_) return nullptr;  // local or global: no version named
+    auto p = reinterpret_cast<std::uintptr_t>(verneed_);
+    for (std::size_t n = 0; n < verneednum_ && contains(p, sizeof(ElfW(Verneed))); ++n) {
+        const auto* vn = reinterpret_cast<const ElfW(Verneed)*>(p);
+        auto a = p + vn->vn_aux;
+        for (unsigned k = 0; k < vn->vn_cnt && contains(a, sizeof(ElfW(Vernaux))); ++k) {
+            const auto* aux = reinterpret_cast<const ElfW(Vernaux)*>(a);
+            if (aux->vna_other == index)
+                return aux->vna_name < strsz_ && std::memchr(strtab_ + aux->vna_name, 0, strsz_ - aux->vna_name)
+                           ? strtab_ + aux->vna_name
+                           : nullptr;
+            if (!aux->vna_next) break;
+            a += aux->vna_next;
+        }
+        if (!vn->vn_next) break;
+        p += vn->vn_next;
+    }
+    return nullptr;
+}
+
+bool ObjectImports::decode(const ElfW(Rela)& r, Import& out) const {
+    arch::SlotKind kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
+    auto sym = static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info));
+    if (kind == arch::SlotKind::none || sym == 0) return false;
+    auto sp = reinterpret_cast<std::uintptr_t>(symtab_) + std::uintptr_t{sym} * syment_;
+    if (!contains(sp, sizeof(ElfW(Sym)))) return false;
+    const auto& s = *reinterpret_cast<const ElfW(Sym)*>(sp);
+    if (s.st_name >= strsz_ || !std::memchr(strtab_ + s.st_name, 0, strsz_ - s.st_name)) return false;
+    std::uintptr_t slot = info_.dlpi_addr + r.r_offset;
+    if (!contains(slot, sizeof(void*)) || slot % alignof(void*) != 0) return false;
+    out.slot = slot;
+    out.kind = kind;
+    out.name = strtab_ + s.st_name;
+    out.version = version_name(sym);
+    out.addend = r.r_addend;
+    return true;
+}
+
+}  // namespace ldshim::hooks

@@ -1,0 +1,88 @@
+#include "hooks/oplog.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace ldshim::hooks {
+
+const char* op_status_name(int status) {
+    switch (status) {
+        case static_cast<int>(OpStatus::patched): return "patched";
+        case static_cast<int>(OpStatus::chained): return "chained";
+        case static_cast<int>(OpStatus::restored): return "restored";
+        case static_cast<int>(OpStatus::left): return "left";
+        case static_cast<int>(OpStatus::failed): return "failed";
+        default: return "unknown";
+    }
+}
+
+OpLog& OpLog::global() {
+    static OpLog* log = new OpLog;  // never destroyed: hooks may log during exit
+    return *log;
+}
+
+void OpLog::append(Op op) {
+    std::lock_guard lock(mu_);
+    if (ops_.size() >= kMaxEntries) {
+        ++dropped_;
+        return;
+    }
+    ops_.push_back(std::move(op));
+}
+
+std::size_t OpLog::size() const {
+    std::lock_guard lock(mu_);
+    return ops_.size();
+}
+
+std::size_t OpLog::dropped() const {
+    std::lock_guard lock(mu_);
+    return dropped_;
+}
+
+const Op* OpLog::get(std::size_t i) const {
+    std::lock_guard lock(mu_);
+    return i < ops_.size() ? &ops_[i] : nullptr;
+}
+
+namespace {
+bool write_all(int fd, const std::string& s) {
+    std::size_t off = 0;
+    while (off < s.size()) {
+        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        off += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+}  // namespace
+
+bool OpLog::write(int fd) const {
+    std::string out;
+    {
+        std::lock_guard lock(mu_);
+        for (const Op& op : ops_) {
+            char nums[160];
+            std::snprintf(nums, sizeof nums, "\t%#lx\t%#lx\t%#lx\t%#lx\t", static_cast<unsigned long>(op.slot),
+                          static_cast<unsigned long>(op.old_value), static_cast<unsigned long>(op.new_value),
+                          static_cast<unsigned long>(op.target));
+            out += op_status_name(static_cast<int>(op.status));
+            out += '\t';
+            out += op.object.empty() ? "<main program>" : op.object;
+            out += '\t';
+            out += op.symbol;
+            out += '\t';
+            out += op.version.empty() ? "-" : op.version;
+            out += nums;
+            out += op.detail.empty() ? "-" : op.detail;
+            out += '\n';
+        }
+        if (dropped_) out += "# " + std::to_string(dropped_) + " more entries dropped (log full)\n";
+    }
+    return write_all(fd, out);
+}
+
+}  // namespace ldshim::hooks
