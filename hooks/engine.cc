@@ -58,15 +58,35 @@ unsigned path_of(int id) {
     return path_bit(hook_def(id).kind);
 }
 
-// What a lazily bound slot would have been bound to: the global scope, then
-// the object's own dependency scope (an RTLD_LOCAL library's dependencies).
+// What a lazily bound slot would have been bound to.  glibc binds a
+// versioned reference to the first object in scope that defines the name
+// with that version or as a default (non-hidden) definition -- that is how an
+// unversioned LD_PRELOAD definition interposes on dlopen@GLIBC_2.34.  dlsym
+// finds exactly that first default definition; dlvsym is only consulted for
+// a hidden definition of the requested version in that same object.  The
+// scope is the global one, then the object's own dependencies (an
+// RTLD_LOCAL library's).
+void* lookup_in(void* handle, const char* name, const std::string& version) {
+    void* f = dlsym(handle, name);
+    if (version.empty()) return f;
+    void* v = dlvsym(handle, name, version.c_str());
+    if (!f || !v || v == f) return f ? f : v;
+    Dl_info a, b;
+    bool same_object = dladdr(f, &a) && dladdr(v, &b) && a.dli_fbase == b.dli_fbase;
+    return same_object ? v : f;
+}
+
 void* resolve_unbound(const char* name, const std::string& version, const std::string& object) {
-    void* f = version.empty() ? dlsym(RTLD_DEFAULT, name) : dlvsym(RTLD_DEFAULT, name, version.c_str());
-    if (f) return f;
-    void* h = dlopen(object.empty() ? nullptr : object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) return nullptr;
-    f = version.empty() ? dlsym(h, name) : dlvsym(h, name, version.c_str());
-    dlclose(h);
+    void* f = lookup_in(RTLD_DEFAULT, name, version);
+    if (!f) {
+        if (void* h = dlopen(object.empty() ? nullptr : object.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+            f = lookup_in(h, name, version);
+            dlclose(h);
+        }
+    }
+    // A miss leaves an error behind, which the program's next dlerror()
+    // would report as its own.
+    (void)dlerror();
     return f;
 }
 
@@ -194,26 +214,22 @@ void Engine::pass_locked(bool full, bool patch) {
         std::atomic<void*>& next = g_next[c.id];
         bool loader = def.kind == HookKind::loader;
         if (loader && in_ldshim(c.value)) continue;  // ldshim's preload already handles this call
-        if (c.lazy) {
-            if (!next.load()) {
-                void* f = resolve_unbound(def.name, c.version, c.object);
-                if (!f || (loader && in_ldshim(reinterpret_cast<std::uintptr_t>(f)))) continue;
-                void* expected = nullptr;
-                if (next.compare_exchange_strong(expected, f)) adopt_companions(f, def.kind);
-            }
-        } else {
-            void* expected = nullptr;
-            void* v = reinterpret_cast<void*>(c.value);
-            if (next.compare_exchange_strong(expected, v)) {
-                adopt_companions(v, def.kind);
-            } else if (expected != v && is_foreign(c.value, def.name) &&
-                       !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
-                // Another hooker took this function over: every hook call goes
-                // through it, so it sees the calls it asked to see.
-                next.store(v, std::memory_order_release);
-            }
+        // What a call through the slot reaches today: the bound value, or for
+        // an unbound lazy slot what the loader would bind it to.
+        std::uintptr_t target = c.value;
+        if (c.lazy) target = reinterpret_cast<std::uintptr_t>(resolve_unbound(def.name, c.version, c.object));
+        if (!target || (loader && in_ldshim(target))) continue;
+        void* expected = nullptr;
+        void* v = reinterpret_cast<void*>(target);
+        if (next.compare_exchange_strong(expected, v)) {
+            adopt_companions(v, def.kind);
+        } else if (expected != v && is_foreign(target, def.name) &&
+                   !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
+            // Another hooker took this function over: every hook call goes
+            // through it, so it sees the calls it asked to see.
+            next.store(v, std::memory_order_release);
         }
-        foreign.push_back(!c.lazy && is_foreign(c.value, def.name));
+        foreign.push_back(is_foreign(target, def.name));
         todo.push_back(std::move(c));
     }
 

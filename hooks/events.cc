@@ -180,6 +180,7 @@ void adopt_companions(const void* fn, HookKind kind) {
         adopt_driver(h);
     }
     dlclose(h);
+    (void)dlerror();  // a missing companion must not surface in the program's dlerror()
     if (runtime) ensure_driver_companions();
 }
 
@@ -191,6 +192,7 @@ void ensure_driver_companions() {
         adopt_driver(h);
         dlclose(h);
     }
+    (void)dlerror();
 }
 
 }  // namespace ldshim::hooks

@@ -71,7 +71,7 @@ extern "C" {
 [[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {
     auto real = next<int (*)(void*)>(HookId::k_dlclose);
     int r = real(handle);
-    Engine::instance().refresh();
+    if (r == 0) Engine::instance().refresh();  // on failure, keep dlerror()'s text intact
     return r;
 }
 

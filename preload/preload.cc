@@ -3,13 +3,17 @@
 // resolved from its true caller (the return address of the call).
 // The only place in ldshim that defines interposing symbols and reads
 // LDSHIM_* variables:
-//   LDSHIM_DISABLE=1  inert: calls go straight to glibc
-//   LDSHIM_DEBUG=1    one line per decision on stderr
-// Both are ignored in secure mode (AT_SECURE), like LD_DEBUG.
+//   LDSHIM_DISABLE=1     inert: calls go straight to glibc
+//   LDSHIM_DEBUG=1       one line per decision on stderr
+//   LDSHIM_CUDA_HOOKS=1  install the CUDA hooks (from libldshim.so.0, loaded
+//                        from this library's directory) before main
+//   LDSHIM_HOOKS_LOG=F   at exit, write the hooks' operation log to file F
+// All are ignored in secure mode (AT_SECURE), like LD_DEBUG.
 #include "ldshim.h"
 #include "loader/live.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -26,6 +30,8 @@ namespace {
 struct Settings {
     bool disabled = false;
     bool debug = false;
+    bool cuda_hooks = false;
+    std::string hooks_log;
     void* (*real_dlopen)(const char*, int) = nullptr;
     void* (*real_dlmopen)(Lmid_t, const char*, int) = nullptr;
     char* (*real_dlerror)() = nullptr;
@@ -40,17 +46,70 @@ const Settings& settings() {
         if (!getauxval(AT_SECURE)) {
             const char* d = std::getenv("LDSHIM_DISABLE");
             const char* g = std::getenv("LDSHIM_DEBUG");
+            const char* c = std::getenv("LDSHIM_CUDA_HOOKS");
+            const char* l = std::getenv("LDSHIM_HOOKS_LOG");
             t.disabled = d && *d && *d != '0';
             t.debug = g && *g && *g != '0';
+            t.cuda_hooks = c && *c && *c != '0';
+            if (l) t.hooks_log = l;
         }
         return t;
     }();
     return s;
 }
 
+// The hooks live in libldshim.so.0 (one registry per process, shared with
+// programs that use the C API), loaded from this library's own directory.
+struct HooksApi {
+    int (*install)(unsigned) = nullptr;
+    int (*refresh)() = nullptr;
+    int (*log_write)(int) = nullptr;
+};
+HooksApi g_hooks;
+
+void load_hooks() {
+    Dl_info self;
+    if (!dladdr(reinterpret_cast<void*>(&load_hooks), &self) || !self.dli_fname) return;
+    std::string dir = self.dli_fname;
+    dir.erase(dir.find_last_of('/') + 1);
+    void* h = settings().real_dlopen((dir + "libldshim.so.0").c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!h) {
+        std::fprintf(stderr, "ldshim: LDSHIM_CUDA_HOOKS: cannot load %slibldshim.so.0: %s\n", dir.c_str(),
+                     settings().real_dlerror());
+        return;
+    }
+    HooksApi api;
+    api.install = reinterpret_cast<int (*)(unsigned)>(dlsym(h, "ldshim_hooks_install"));
+    api.refresh = reinterpret_cast<int (*)()>(dlsym(h, "ldshim_hooks_refresh"));
+    api.log_write = reinterpret_cast<int (*)(int)>(dlsym(h, "ldshim_hooks_log_write"));
+    if (!api.install || !api.refresh || !api.log_write) return;
+    int rc = api.install(LDSHIM_HOOK_CUDA);
+    if (rc != LDSHIM_OK) {
+        auto why = reinterpret_cast<const char* (*)(int)>(dlsym(h, "ldshim_strerror"));
+        std::fprintf(stderr, "ldshim: LDSHIM_CUDA_HOOKS: %s\n", why ? why(rc) : "failed");
+        return;
+    }
+    g_hooks = api;
+}
+
+void write_hooks_log() {
+    const Settings& s = settings();
+    if (s.hooks_log.empty() || !g_hooks.log_write) return;
+    int fd = open(s.hooks_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    g_hooks.log_write(fd);
+    close(fd);
+}
+
 // Look the real functions up before main: dlsym() itself clears the pending
 // dlerror() state, so it must not run for the first time inside dlerror().
-__attribute__((constructor)) void init_settings() { (void)settings(); }
+__attribute__((constructor)) void init_settings() {
+    const Settings& s = settings();
+    if (s.cuda_hooks && !s.disabled) {
+        load_hooks();
+        if (!s.hooks_log.empty()) std::atexit(write_hooks_log);
+    }
+}
 
 // A failed resolution: glibc's text, handed out by the next dlerror().
 thread_local std::string t_error;
@@ -93,6 +152,7 @@ void* resolve_and_open(void* (*next)(const char*, int), const void* caller, cons
             }
             void* h = next(r.path.c_str(), mode);
             LiveProcess::instance().note_changed();
+            if (h && g_hooks.refresh) g_hooks.refresh();  // patch what this dlopen brought in
             return h;
         }
         case Resolution::Kind::not_found:

@@ -1,0 +1,203 @@
+// ldshim-hooks: run a command with ldshim's CUDA hooks preloaded and print
+// what they did -- one line per slot written, from the hooks' operation log.
+//
+//   ldshim-hooks [--preload PATH] [--raw] [-o FILE] [--] COMMAND [ARGS...]
+//
+// Exit status: the command's own (128+N if it died of signal N); 125 if
+// ldshim-hooks itself failed; 2 for a usage error.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kUsage = 2, kSelf = 125;
+
+void usage(std::FILE* to) {
+    std::fprintf(to,
+                 "Usage: ldshim-hooks [OPTIONS] [--] COMMAND [ARGS...]\n"
+                 "Run COMMAND with libldshim_preload.so and LDSHIM_CUDA_HOOKS=1, then print\n"
+                 "the hooks' operation log: every GOT/pointer slot written, restored or not.\n"
+                 "\n"
+                 "  --preload PATH  the preload library (default: %s,\n"
+                 "                  or $LDSHIM_PRELOAD)\n"
+                 "  --raw           print the log as tab-separated fields\n"
+                 "  -o FILE         write the report to FILE instead of standard output\n"
+                 "  -h, --help      this text\n"
+                 "  --version       the version\n"
+                 "\n"
+                 "Columns: status (patched, chained, restored, left, failed), object,\n"
+                 "symbol, version the import names, slot address, old -> new value,\n"
+                 "the function the hook calls, detail.\n"
+                 "Exit status: COMMAND's; 125 if ldshim-hooks failed; 2 on a usage error.\n",
+                 LDSHIM_PRELOAD_DEFAULT);
+}
+
+std::vector<std::string> split(const std::string& line) {
+    std::vector<std::string> f;
+    std::size_t pos = 0;
+    for (;;) {
+        std::size_t tab = line.find('\t', pos);
+        f.push_back(line.substr(pos, tab == std::string::npos ? std::string::npos : tab - pos));
+        if (tab == std::string::npos) return f;
+        pos = tab + 1;
+    }
+}
+
+// The log as an aligned table.
+void report(std::istream& in, std::ostream& out, bool raw) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> notes;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        if (line[0] == '#') notes.push_back(line);
+        else rows.push_back(split(line));
+    }
+    if (raw) {
+        for (const auto& r : rows) {
+            for (std::size_t i = 0; i < r.size(); ++i) out << (i ? "\t" : "") << r[i];
+            out << '\n';
+        }
+    } else {
+        // status object symbol version slot old new target detail
+        std::vector<std::string> head = {"STATUS", "OBJECT", "SYMBOL", "VERSION", "SLOT", "OLD -> NEW", "CALLS", "DETAIL"};
+        std::vector<std::vector<std::string>> table = {head};
+        for (const auto& r : rows) {
+            if (r.size() < 9) continue;
+            table.push_back({r[0], r[1], r[2], r[3], r[4], r[5] + " -> " + r[6], r[7], r[8] == "-" ? "" : r[8]});
+        }
+        std::vector<std::size_t> width(head.size(), 0);
+        for (const auto& r : table)
+            for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+        for (const auto& r : table) {
+            std::string line;
+            for (std::size_t i = 0; i < r.size(); ++i) {
+                line += r[i];
+                if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+            }
+            while (!line.empty() && line.back() == ' ') line.pop_back();
+            out << line << '\n';
+        }
+        std::size_t patched = 0, chained = 0, failed = 0;
+        for (const auto& r : rows) {
+            patched += r[0] == "patched";
+            chained += r[0] == "chained";
+            failed += r[0] == "failed";
+        }
+        out << rows.size() << " operations: " << patched << " patched, " << chained << " chained, " << failed
+            << " failed\n";
+    }
+    for (const auto& n : notes) out << n << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string preload = std::getenv("LDSHIM_PRELOAD") ? std::getenv("LDSHIM_PRELOAD") : LDSHIM_PRELOAD_DEFAULT;
+    std::string output;
+    bool raw = false;
+    int i = 1;
+    for (; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "-h" || a == "--help") {
+            usage(stdout);
+            return 0;
+        }
+        if (a == "--version") {
+            std::printf("ldshim-hooks %s\n", LDSHIM_VERSION);
+            return 0;
+        }
+        if (a == "--raw") {
+            raw = true;
+        } else if (a == "--preload" || a == "-o") {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "ldshim-hooks: %s needs an argument\n", a.c_str());
+                return kUsage;
+            }
+            (a == "-o" ? output : preload) = argv[++i];
+        } else if (a.size() > 1 && a[0] == '-') {
+            std::fprintf(stderr, "ldshim-hooks: unknown option %s (see --help)\n", a.c_str());
+            return kUsage;
+        } else {
+            break;
+        }
+    }
+    if (i >= argc) {
+        std::fprintf(stderr, "ldshim-hooks: no command given (see --help)\n");
+        return kUsage;
+    }
+    if (access(preload.c_str(), R_OK) != 0) {
+        std::fprintf(stderr, "ldshim-hooks: cannot read the preload library %s: %s\n", preload.c_str(),
+                     std::strerror(errno));
+        return kSelf;
+    }
+    char log_path[] = "/tmp/ldshim-hooks-log-XXXXXX";
+    int fd = mkstemp(log_path);
+    if (fd < 0) {
+        std::fprintf(stderr, "ldshim-hooks: cannot create a temporary file: %s\n", std::strerror(errno));
+        return kSelf;
+    }
+    close(fd);
+    pid_t pid = fork();
+    if (pid < 0) {
+        std::fprintf(stderr, "ldshim-hooks: fork: %s\n", std::strerror(errno));
+        unlink(log_path);
+        return kSelf;
+    }
+    if (pid == 0) {
+        const char* old = std::getenv("LD_PRELOAD");
+        std::string lp = preload + (old && *old ? std::string(":") + old : "");
+        setenv("LD_PRELOAD", lp.c_str(), 1);
+        setenv("LDSHIM_CUDA_HOOKS", "1", 1);
+        setenv("LDSHIM_HOOKS_LOG", log_path, 1);
+        execvp(argv[i], argv + i);
+        std::fprintf(stderr, "ldshim-hooks: cannot run %s: %s\n", argv[i], std::strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            std::fprintf(stderr, "ldshim-hooks: waitpid: %s\n", std::strerror(errno));
+            unlink(log_path);
+            return kSelf;
+        }
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::ifstream in(log_path);
+    struct stat st{};
+    bool have_log = stat(log_path, &st) == 0 && st.st_size > 0;
+    std::ofstream file;
+    if (!output.empty()) {
+        file.open(output);
+        if (!file) {
+            std::fprintf(stderr, "ldshim-hooks: cannot write %s\n", output.c_str());
+            unlink(log_path);
+            return kSelf;
+        }
+    }
+    std::ostream& out = output.empty() ? std::cout : file;
+    if (have_log) {
+        report(in, out, raw);
+    } else if (rc != 127) {
+        std::fprintf(stderr,
+                     "ldshim-hooks: %s left no log (it did not exit normally, is set-id, or "
+                     "the hooks could not be installed)\n",
+                     argv[i]);
+    }
+    unlink(log_path);
+    return rc;
+}
