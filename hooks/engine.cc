@@ -97,6 +97,32 @@ void pin_self() {
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+// Writes a set of candidates, one protection change per page.  get(i) gives
+// the candidate (slot, value expected there, and `write_value`), done(i, r)
+// receives each result.
+template <class Get, class Done>
+void write_grouped(SlotWriter& writer, const std::vector<std::size_t>& which, Get&& get, Done&& done) {
+    std::vector<std::pair<std::uintptr_t, std::size_t>> order;  // (slot, index)
+    order.reserve(which.size());
+    for (std::size_t i : which) order.emplace_back(get(i).slot, i);
+    std::sort(order.begin(), order.end());
+    std::vector<SlotWriter::Item> items;
+    for (std::size_t a = 0; a < order.size();) {
+        std::uintptr_t page = SlotWriter::page_of(order[a].first);
+        std::size_t b = a;
+        items.clear();
+        bool plain = true;
+        for (; b < order.size() && SlotWriter::page_of(order[b].first) == page; ++b) {
+            const auto& c = get(order[b].second);
+            items.push_back({c.slot, c.value, c.write_value, SlotWriter::Result::unmapped});
+            plain = plain && c.plainly_writable;
+        }
+        writer.write_page(items.data(), items.size(), plain);
+        for (std::size_t k = a; k < b; ++k) done(order[k].second, items[k - a].result);
+        a = b;
+    }
+}
+
 }  // namespace
 
 Engine& Engine::instance() {
@@ -194,7 +220,8 @@ void Engine::pass_locked(bool full, bool patch) {
                          }
                          if (value == 0) return;  // an unresolved weak reference: nothing to call
                          found.push_back({info.dlpi_addr, imp.slot, value, id, obj.contains(value),
-                                          info.dlpi_name ? info.dlpi_name : "", imp.version ? imp.version : ""});
+                                          obj.plainly_writable(imp.slot), info.dlpi_name ? info.dlpi_name : "",
+                                          imp.version ? imp.version : ""});
                      });
         return 0;
     });
@@ -230,24 +257,22 @@ void Engine::pass_locked(bool full, bool patch) {
             next.store(v, std::memory_order_release);
         }
         foreign.push_back(is_foreign(target, def.name));
+        c.write_value = reinterpret_cast<std::uintptr_t>(def.fn);
         todo.push_back(std::move(c));
     }
 
     // 3. Write (inside the loader lock again, so no object can go away
     // between the check that it is there and the store).
-    std::unordered_set<std::uintptr_t> bases;
-    for (const Candidate& c : todo) bases.insert(c.base);
-    std::unordered_set<std::uintptr_t> present;
+    std::unordered_map<std::uintptr_t, std::vector<std::size_t>> by_base;
+    for (std::size_t i = 0; i < todo.size(); ++i) by_base[todo[i].base].push_back(i);
     std::vector<SlotWriter::Result> results(todo.size(), SlotWriter::Result::unmapped);
     if (!todo.empty()) {
         SlotWriter writer;
         each_object([&](dl_phdr_info& info) {
-            if (!bases.count(info.dlpi_addr) || !relocated(info)) return 0;
-            for (std::size_t i = 0; i < todo.size(); ++i) {
-                const Candidate& c = todo[i];
-                if (c.base != info.dlpi_addr) continue;
-                results[i] = writer.write(c.slot, c.value, reinterpret_cast<std::uintptr_t>(hook_def(c.id).fn));
-            }
+            auto it = by_base.find(info.dlpi_addr);
+            if (it == by_base.end() || !relocated(info)) return 0;
+            write_grouped(writer, it->second, [&](std::size_t i) -> const Candidate& { return todo[i]; },
+                          [&](std::size_t i, SlotWriter::Result r) { results[i] = r; });
             return 0;
         });
     }
@@ -261,7 +286,7 @@ void Engine::pass_locked(bool full, bool patch) {
         if (results[i] == SlotWriter::Result::written) {
             op.status = foreign[i] ? OpStatus::chained : OpStatus::patched;
             if (c.lazy) op.detail = "lazy slot, not bound yet";
-            patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.object};
+            patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.plainly_writable, c.object};
             paths |= path_of(c.id);
         } else {
             op.status = OpStatus::failed;
@@ -282,22 +307,34 @@ int Engine::uninstall() {
         pass_locked(true, false);  // drop the records of objects that went away
         std::vector<Op> ops;
         SlotWriter writer;
+        std::unordered_map<std::uintptr_t, std::vector<const Patch*>> by_base;
+        for (const auto& kv : patches_) by_base[kv.second.base].push_back(&kv.second);
         each_object([&](dl_phdr_info& info) {
-            if (!relocated(info)) return 0;
-            for (auto& [slot, p] : patches_) {
-                if (p.base != info.dlpi_addr) continue;
+            auto it = by_base.find(info.dlpi_addr);
+            if (it == by_base.end() || !relocated(info)) return 0;
+            std::vector<SlotWriter::Result> res(it->second.size());
+            std::vector<std::size_t> idx(it->second.size());
+            for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+            write_grouped(
+                writer, idx,
+                [&](std::size_t k) {
+                    const Patch& p = *it->second[k];
+                    return Candidate{p.base, p.slot, p.hook, p.id, false, p.plainly_writable, {}, {}, p.original};
+                },
+                [&](std::size_t k, SlotWriter::Result r) { res[k] = r; });
+            for (std::size_t k = 0; k < idx.size(); ++k) {
+                const Patch& p = *it->second[k];
                 const HookDef& def = hook_def(p.id);
-                Op op{p.object, def.name, {}, slot, p.hook, p.original, 0, OpStatus::restored, {}};
-                auto r = writer.write(slot, p.hook, p.original);
-                if (r == SlotWriter::Result::changed) {
+                Op op{p.object, def.name, {}, p.slot, p.hook, p.original, 0, OpStatus::restored, {}};
+                if (res[k] == SlotWriter::Result::changed) {
                     op.status = OpStatus::left;
-                    op.new_value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_RELAXED);
+                    op.new_value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(p.slot), __ATOMIC_RELAXED);
                     op.old_value = op.new_value;
                     op.detail = "someone else rewrote the slot since; left as it is";
-                } else if (r != SlotWriter::Result::written) {
+                } else if (res[k] != SlotWriter::Result::written) {
                     op.status = OpStatus::failed;
                     op.new_value = p.hook;
-                    op.detail = SlotWriter::describe(r);
+                    op.detail = SlotWriter::describe(res[k]);
                 }
                 ops.push_back(std::move(op));
             }

@@ -33,13 +33,16 @@ private:
         std::uintptr_t slot, original, hook;
         std::uintptr_t base;  // the object's load base
         int id;
+        bool plainly_writable;
         std::string object;
     };
     struct Candidate {
         std::uintptr_t base, slot, value;
         int id;
         bool lazy;  // the slot still points into its own object (unbound PLT)
+        bool plainly_writable;
         std::string object, version;
+        std::uintptr_t write_value = 0;  // what to store: the hook (or, on uninstall, the original)
     };
     struct Range {
         std::uintptr_t lo, hi;

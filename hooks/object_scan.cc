@@ -2,6 +2,8 @@
 
 #include "hooks/marker.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 namespace ldshim::hooks {
@@ -114,6 +116,22 @@ bool ObjectImports::contains(std::uintptr_t addr, std::size_t len) const {
         if (addr >= lo && addr <= hi && len <= hi - addr) return true;
     }
     return false;
+}
+
+bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    bool writable = false;
+    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
+        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (ph.p_type == PT_GNU_RELRO) {
+            // _dl_protect_relro rounds both ends down to a page.
+            if (addr >= (lo & ~(page - 1)) && addr < (hi & ~(page - 1))) return false;
+        } else if (ph.p_type == PT_LOAD && addr >= lo && addr < hi) {
+            writable = (ph.p_flags & PF_W) != 0;
+        }
+    }
+    return writable;
 }
 
 // glibc rewrites d_ptr values to run-time addresses when the dynamic

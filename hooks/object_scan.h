@@ -33,6 +33,9 @@ public:
     bool has_ldshim_marker() const { return marker_; }
     // Is addr inside one of this object's PT_LOAD segments?
     bool contains(std::uintptr_t addr, std::size_t len = 1) const;
+    // Is the word at addr in a writable segment and outside the range that
+    // glibc makes read-only after relocation (PT_GNU_RELRO, whole pages)?
+    bool plainly_writable(std::uintptr_t addr) const;
 
     // Calls fn(const Import&) for every slot relocation whose symbol name
     // passes want(const char*).  Malformed entries are skipped.

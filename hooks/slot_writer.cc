@@ -64,7 +64,15 @@ int SlotWriter::protection(std::uintptr_t page) {
     return page < it->hi ? it->prot : -1;
 }
 
-SlotWriter::Result SlotWriter::write(std::uintptr_t slot, std::uintptr_t expected, std::uintptr_t value) {
+SlotWriter::Result SlotWriter::write(std::uintptr_t slot, std::uintptr_t expected, std::uintptr_t value,
+                                     bool plainly_writable) {
+    if (plainly_writable) {
+        std::uintptr_t seen = expected;
+        return __atomic_compare_exchange_n(reinterpret_cast<std::uintptr_t*>(slot), &seen, value, false,
+                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED)
+                   ? Result::written
+                   : Result::changed;
+    }
     std::uintptr_t page = slot & ~(page_size() - 1);
     int prot = protection(page);
     if (prot < 0) return Result::unmapped;
@@ -78,6 +86,33 @@ SlotWriter::Result SlotWriter::write(std::uintptr_t slot, std::uintptr_t expecte
     if (need_write) mprotect(reinterpret_cast<void*>(page), page_size(), prot);
     return ok ? Result::written : Result::changed;
 }
+
+void SlotWriter::write_page(Item* items, std::size_t n, bool plainly_writable) {
+    auto cas = [](Item& it) {
+        std::uintptr_t seen = it.expected;
+        it.result = __atomic_compare_exchange_n(reinterpret_cast<std::uintptr_t*>(it.slot), &seen, it.value, false,
+                                                __ATOMIC_RELEASE, __ATOMIC_RELAXED)
+                        ? Result::written
+                        : Result::changed;
+    };
+    if (n == 0) return;
+    if (plainly_writable) {
+        for (std::size_t i = 0; i < n; ++i) cas(items[i]);
+        return;
+    }
+    std::uintptr_t page = items[0].slot & ~(page_size() - 1);
+    int prot = protection(page);
+    Result fail = prot < 0 ? Result::unmapped : Result::protect_failed;
+    bool need_write = prot >= 0 && (prot & PROT_WRITE) == 0;
+    if (prot < 0 || (need_write && mprotect(reinterpret_cast<void*>(page), page_size(), prot | PROT_WRITE) != 0)) {
+        for (std::size_t i = 0; i < n; ++i) items[i].result = fail;
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) cas(items[i]);
+    if (need_write) mprotect(reinterpret_cast<void*>(page), page_size(), prot);
+}
+
+std::uintptr_t SlotWriter::page_of(std::uintptr_t addr) { return addr & ~(page_size() - 1); }
 
 const char* SlotWriter::describe(Result r) {
     switch (r) {
