@@ -39,9 +39,11 @@ bool relocated(const dl_phdr_info& info) {
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
         auto* addr = reinterpret_cast<void*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
+        // Objects never overlap, so the one registered at this address is the
+        // one being looked at.  (Only the copied range is read: the link_map
+        // itself is the loader's to publish.)
         dl_find_object found;
-        return _dl_find_object(addr, &found) == 0 && found.dlfo_link_map &&
-               found.dlfo_link_map->l_addr == info.dlpi_addr;
+        return _dl_find_object(addr, &found) == 0 && found.dlfo_map_start <= addr && addr < found.dlfo_map_end;
     }
     return false;
 }

@@ -37,10 +37,10 @@ void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintp
         void* arg;
         unsigned a, b;
         do {
+            // Acquire loads keep the second read of seq after the data.
             a = s.seq.load(std::memory_order_acquire);
-            cb = s.cb.load(std::memory_order_relaxed);
-            arg = s.arg.load(std::memory_order_relaxed);
-            std::atomic_thread_fence(std::memory_order_acquire);
+            cb = s.cb.load(std::memory_order_acquire);
+            arg = s.arg.load(std::memory_order_acquire);
             b = s.seq.load(std::memory_order_relaxed);
         } while (a != b || (a & 1));
         if (cb) cb(&ev, arg);

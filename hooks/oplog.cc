@@ -1,5 +1,6 @@
 #include "hooks/oplog.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +62,7 @@ bool write_all(int fd, const std::string& s) {
 }  // namespace
 
 bool OpLog::write(int fd) const {
+    if (fcntl(fd, F_GETFL) < 0) return false;  // a bad descriptor fails even with nothing to write
     std::string out;
     {
         std::lock_guard lock(mu_);

@@ -3,10 +3,11 @@
 # (LeakSanitizer included) and runs every suite that stays inside
 # instrumented processes.  Any report fails the run.
 #
-# Left out: the resolver and repro suites.  They start fixture programs
+# Left out: the resolver, repro and hooks suites.  They start fixture programs
 # compiled at test time without sanitizers, which then load the instrumented
 # libldshim; ASan refuses to run when its runtime is not the first library.
-# The resolver's concurrency test is in-process and does run here.
+# The resolver's concurrency test and the hooks API test (hooked
+# allocations while libraries come and go) are in-process and do run here.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >/dev/null
@@ -19,4 +20,4 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=66 ${ASAN_OPTIONS:
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=66 ${UBSAN_OPTIONS:-}"
 meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 \
     unit memtype memtype-driver-fallback memtype-no-driver differential \
-    system-programs ldsearch-cli c99-api exports resolver-concurrency "$@"
+    system-programs ldsearch-cli c99-api exports resolver-concurrency hooks-api "$@"
