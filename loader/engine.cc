@@ -556,6 +556,7 @@ StartResult Engine::start(const std::string& program) {
         }
     }
 
+    preloads_ = preloads;
     std::vector<int> roots{main_};
     roots.insert(roots.end(), preloads.begin(), preloads.end());
     if (auto err = load_deps(std::move(roots))) {
@@ -639,6 +640,8 @@ bool Engine::compact() {
     objects_ = std::move(kept);
     main_ = fix(main_);
     rtld_ = fix(rtld_);
+    for (int& p : preloads_) p = fix(p);
+    std::erase(preloads_, -1);
     by_name_.clear();
     by_soname_.clear();
     for (std::size_t i = 0; i < objects_.size(); ++i) {

@@ -108,6 +108,9 @@ public:
     MapOutcome map_object(int loader, const std::string& name, unsigned ns, unsigned mode);
 
     const std::vector<Object>& objects() const { return objects_; }
+    // The objects LD_PRELOAD and /etc/ld.so.preload loaded at startup, in order.
+    const std::vector<int>& preloads() const { return preloads_; }
+    int main_object() const { return main_; }
     const LoaderConfig& config() const { return cfg_; }
     // The object named `what` in namespace 0: by l_name, any loaded name or
     // SONAME, or a path to the same file.  -1 if none.
@@ -179,6 +182,7 @@ private:
     std::unordered_map<std::string, std::vector<int>> by_soname_;
     int main_ = -1;
     int rtld_ = -1;
+    std::vector<int> preloads_;
     int errno_ = 0;  // the loader's errno, as it flows between system calls
     std::string cwd_;
     Source last_source_ = Source::none;

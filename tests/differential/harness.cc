@@ -1,11 +1,14 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <glob.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -84,6 +87,51 @@ int sh(const std::string& cmd) {
     int rc = std::system(cmd.c_str());
     if (rc == -1) return -1;
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+namespace {
+bool is_native_dynamic_exe(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    Elf64_Ehdr eh{};
+    if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return false;
+    if (std::string_view(reinterpret_cast<char*>(eh.e_ident), 4) != "\x7f" "ELF") return false;
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) return false;
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
+        if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return false;
+        if (ph.p_type == PT_INTERP) {
+            std::string interp(ph.p_filesz, '\0');
+            f.seekg(static_cast<std::streamoff>(ph.p_offset));
+            f.read(interp.data(), static_cast<std::streamsize>(interp.size()));
+            return interp.c_str() == std::string("/lib64/ld-linux-x86-64.so.2");
+        }
+    }
+    return false;
+}
+}  // namespace
+
+std::vector<std::string> usr_bin_programs(bool skip_setid) {
+    std::vector<std::string> programs;
+    if (DIR* d = opendir("/usr/bin")) {
+        while (dirent* e = readdir(d)) {
+            std::string p = std::string("/usr/bin/") + e->d_name;
+            struct stat st {};
+            if (stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111)) continue;
+            if (skip_setid && (st.st_mode & (S_ISUID | S_ISGID))) continue;
+            if (is_native_dynamic_exe(p)) programs.push_back(p);
+        }
+        closedir(d);
+    }
+    std::sort(programs.begin(), programs.end());
+    return programs;
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

@@ -82,6 +82,11 @@ private:
 int sh(const std::string& cmd);
 std::string quote(const std::string& s);
 std::vector<std::string> read_lines(const std::string& path);
+std::string read_file(const std::string& path);
+
+// Every regular executable in /usr/bin that is a 64-bit x86-64 program run by
+// /lib64/ld-linux-x86-64.so.2, sorted; `skip_setid` leaves set-id ones out.
+std::vector<std::string> usr_bin_programs(bool skip_setid);
 
 // A unified diff between two line sequences (empty when equal).
 std::string unified_diff(const std::vector<std::string>& a, const std::vector<std::string>& b,

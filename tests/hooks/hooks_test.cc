@@ -15,19 +15,13 @@
 #include <unistd.h>
 
 using ldshim::difftest::quote;
+using ldshim::difftest::read_file;
 using ldshim::difftest::sh;
 
 namespace {
 
 const std::string kFixtures = FIXTURE_DIR;
 const std::string kCuda = CUDA_LIBDIR;
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 struct Variant {
     std::string name;
@@ -96,7 +90,7 @@ protected:
         std::string out = dir + "/" + mode + ".out";
         *rc = sh("timeout " + std::to_string(timeout_s) + " " + quote(dir + "/consumer") + " " + mode + " " +
                  quote(dir) + " > " + quote(out) + " 2>&1");
-        return slurp(out);
+        return read_file(out);
     }
 
     static std::string* root_;
@@ -171,8 +165,8 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
                  quote(kCuda + ":" + LDSHIM_LIBDIR)),
               0);
     ASSERT_EQ(sh("cd " + quote(dir) + " && timeout 60 ./real > plain.out 2>&1 && timeout 60 ./real hooks > hooked.out 2>&1"), 0)
-        << slurp(dir + "/plain.out") << slurp(dir + "/hooked.out");
-    std::string plain = slurp(dir + "/plain.out"), hooked = slurp(dir + "/hooked.out");
+        << read_file(dir + "/plain.out") << read_file(dir + "/hooked.out");
+    std::string plain = read_file(dir + "/plain.out"), hooked = read_file(dir + "/hooked.out");
     EXPECT_NE(hooked.find("install 0\n"), std::string::npos) << hooked;
     // Every call's result, line by line, is the same with the hooks in.
     std::istringstream a(plain);
@@ -203,21 +197,21 @@ TEST_F(HooksTest, preload_with_LDSHIM_CUDA_HOOKS_hooks_a_program_that_never_hear
     std::string app = quote(dir + "/plain_app") + " " + quote(dir + "/libconsumer2.so");
     std::string env = "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" +
                       quote(dir + "/preload.log") + " ";
-    ASSERT_EQ(sh(env + app + " > " + quote(dir + "/preload.out") + " 2>&1"), 0) << slurp(dir + "/preload.out");
-    std::string out = slurp(dir + "/preload.out");
+    ASSERT_EQ(sh(env + app + " > " + quote(dir + "/preload.out") + " 2>&1"), 0) << read_file(dir + "/preload.out");
+    std::string out = read_file(dir + "/preload.out");
     EXPECT_NE(out.find("direct 0 cuda\n"), std::string::npos) << out;
     EXPECT_NE(out.find("dlopened 0 cuda\n"), std::string::npos) << "a library dlopened later:\n" << out;
-    std::string log = slurp(dir + "/preload.log");
+    std::string log = read_file(dir + "/preload.log");
     EXPECT_NE(log.find("patched\t<main program>\tcudaMalloc\tlibcudart.so.13\t"), std::string::npos) << log;
     EXPECT_NE(log.find("libconsumer2.so\tcudaMalloc\t"), std::string::npos) << log;
     // Without the variable the preload installs nothing.
     ASSERT_EQ(sh("LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " " + app + " > " + quote(dir + "/off.out") + " 2>&1"), 0);
-    EXPECT_NE(slurp(dir + "/off.out").find("direct 0 unknown\n"), std::string::npos) << slurp(dir + "/off.out");
+    EXPECT_NE(read_file(dir + "/off.out").find("direct 0 unknown\n"), std::string::npos) << read_file(dir + "/off.out");
 
     // ldshim-hooks runs the same program and prints the log as a table.
     std::string tool = quote(HOOKS_TOOL) + " --preload " + quote(PRELOAD_LIB_PATH) + " -- ";
-    ASSERT_EQ(sh(tool + app + " > " + quote(dir + "/tool.out") + " 2>&1"), 0) << slurp(dir + "/tool.out");
-    std::string table = slurp(dir + "/tool.out");
+    ASSERT_EQ(sh(tool + app + " > " + quote(dir + "/tool.out") + " 2>&1"), 0) << read_file(dir + "/tool.out");
+    std::string table = read_file(dir + "/tool.out");
     EXPECT_NE(table.find("STATUS"), std::string::npos) << table;
     EXPECT_NE(table.find("cudaMalloc"), std::string::npos) << table;
     EXPECT_NE(table.find(" 0 failed\n"), std::string::npos) << table;

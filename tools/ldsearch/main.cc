@@ -1,7 +1,9 @@
 // ldsearch: print the dynamic loader's library search for a program, line for
 // line as LD_DEBUG=libs prints it, without running the program.  All the logic
 // lives in loader/; this file parses arguments and prints.
+#include "loader/dep_tree.h"
 #include "loader/engine.h"
+#include "report.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,10 +28,25 @@ enum Exit : int {
 };
 
 constexpr const char* kHelp = R"(Usage: ldsearch [OPTION]... PROGRAM
+       ldsearch tree [OPTION]... PROGRAM
 Print the library search that the dynamic loader performs while PROGRAM starts,
 exactly as LD_DEBUG=libs prints it (without the "PID:<TAB>" prefix), without
 running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
 and applied as the loader would apply them for PROGRAM.
+
+Modes (the first argument; "ldsearch -- tree" means a program named tree):
+  tree                   the dependency tree instead: every DT_NEEDED entry,
+                         the file it resolved to and how it was found (RPATH
+                         of X, LD_LIBRARY_PATH, RUNPATH of X, ld.so.cache,
+                         system directory, already loaded, already loaded as
+                         SONAME); missing libraries are marked, and the walk
+                         goes on past them
+
+Output:
+  --json                 one JSON document instead of text (schema:
+                         docs/ldsearch.schema.json)
+  --color[=WHEN]         tree colours: auto (default: on a terminal unless
+                         NO_COLOR is set), always, never
 
 After startup, dlopen calls can be emulated:
   --dlopen NAME          dlopen(NAME, RTLD_NOW) from the current --from object;
@@ -87,15 +104,34 @@ struct Op {
 
 }  // namespace
 
+// The JSON document of a run (plain or tree mode), printed once at the end.
+struct JsonOut {
+    bool on = false;
+    nlohmann::json doc;
+    int print(int status) {
+        doc["exit_status"] = status;
+        std::printf("%s\n", doc.dump(2).c_str());
+        return status;
+    }
+};
+
 int main(int argc, char** argv) {
     std::vector<Op> ops;
+    enum class Mode { search, tree } mode = Mode::search;
+    JsonOut json;
+    std::string color = "auto";
+    int first = 1;
+    if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {
+        mode = Mode::tree;
+        first = 2;
+    }
     std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath;
     std::optional<bool> secure;
     bool keep_going = false, inhibit_cache = false, all_lines = false, no_cache = false;
     std::string program;
     std::vector<std::pair<std::string, std::optional<std::string>>> env_over;
 
-    for (int i = 1; i < argc; ++i) {
+    for (int i = first; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&](const char* opt) -> std::string {
             if (i + 1 >= argc) usage_error(std::string("option '") + opt + "' requires an argument");
@@ -143,6 +179,12 @@ int main(int argc, char** argv) {
             no_cache = true;
         } else if (a == "--all-lines") {
             all_lines = true;
+        } else if (a == "--json") {
+            json.on = true;
+        } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
+            color = a.size() > 8 ? a.substr(8) : "always";
+            if (color != "auto" && color != "always" && color != "never")
+                usage_error("--color: expected auto, always or never, not '" + color + "'");
         } else if (a == "--") {
             if (i + 1 < argc) program = argv[++i];
             if (i + 1 < argc) usage_error("too many arguments");
@@ -238,17 +280,56 @@ int main(int argc, char** argv) {
     opts.preload = modelled("LD_PRELOAD").value_or("");
     opts.origin_path = modelled("LD_ORIGIN_PATH");
 
+    // The tree shows everything, missing libraries included.
+    if (mode == Mode::tree) opts.keep_going = true;
     LdDebugPrinter printer(stdout, !all_lines);
-    Engine engine(std::move(*cfg), fs, cache, &printer, opts);
+    TraceRecorder recorder;
+    TraceSink* sink = json.on ? static_cast<TraceSink*>(&recorder) : mode == Mode::tree ? nullptr : &printer;
+    Engine engine(std::move(*cfg), fs, cache, sink, opts);
     StartResult sr = engine.start(path);
+    if (json.on) {
+        json.doc["mode"] = mode == Mode::tree ? "tree" : "search";
+        json.doc["program"] = program;
+        json.doc["secure"] = opts.secure;
+        json.doc["warnings"] = sr.warnings;
+        if (!sr.ok) json.doc["error"] = sr.error;
+    }
     for (const auto& w : sr.warnings) {
+        if (json.on) break;
         std::fflush(stdout);
         std::fprintf(stderr, "%s\n", w.c_str());
     }
+    if (mode == Mode::tree) {
+        DepNode root = dependency_tree(engine);
+        bool missing = false;
+        std::vector<const DepNode*> stack{&root};
+        while (!stack.empty()) {
+            const DepNode* n = stack.back();
+            stack.pop_back();
+            missing = missing || n->how == DepNode::How::not_found;
+            for (const auto& c : n->children) stack.push_back(&c);
+        }
+        if (json.on) {
+            json.doc["tree"] = ldsearch::tree_json(engine, root, program);
+            return json.print(missing ? kLoadFailed : kOk);
+        }
+        ldsearch::Colors colors{ldsearch::want_colors(color, stdout)};
+        ldsearch::print_tree(stdout, engine, root, program, colors);
+        return missing ? kLoadFailed : kOk;
+    }
     if (!sr.ok) {
+        if (json.on) {
+            json.doc["searches"] = ldsearch::searches_json(recorder.events);
+            return json.print(kLoadFailed);
+        }
         std::fflush(stdout);
         std::fprintf(stderr, "%s\n", sr.error.c_str());
         return kLoadFailed;
+    }
+    if (json.on) {
+        json.doc["searches"] = ldsearch::searches_json(recorder.events);
+        recorder.events.clear();
+        json.doc["dlopens"] = nlohmann::json::array();
     }
 
     int status = kOk;
@@ -268,6 +349,22 @@ int main(int argc, char** argv) {
         req.noload = op.kind == Op::Kind::noload;
         if (op.kind == Op::Kind::dlmopen) req.ns_mode = DlopenRequest::Ns::new_ns;
         MapOutcome r = engine.dlopen(req);
+        if (json.on) {
+            nlohmann::json d;
+            d["name"] = op.arg;
+            d["mode"] = op.kind == Op::Kind::noload ? "noload" : op.kind == Op::Kind::dlmopen ? "dlmopen" : "dlopen";
+            d["from"] = caller == 0 ? program : engine.objects()[static_cast<std::size_t>(caller)].name;
+            d["searches"] = ldsearch::searches_json(recorder.events);
+            recorder.events.clear();
+            if (r.error) {
+                d["error"] = r.error->text();
+                status = kLoadFailed;
+            }
+            d["result"] = r.object < 0 ? nlohmann::json(nullptr)
+                                       : nlohmann::json(object_display(engine, r.object, program));
+            json.doc["dlopens"].push_back(std::move(d));
+            continue;
+        }
         if (r.error) {
             std::fflush(stdout);
             std::fprintf(stderr, "%s\n", r.error->text().c_str());
@@ -279,5 +376,5 @@ int main(int argc, char** argv) {
             std::printf("%s\n", o.kind == Object::Kind::main ? program.c_str() : o.name.c_str());
         }
     }
-    return status;
+    return json.on ? json.print(status) : status;
 }

@@ -1,0 +1,244 @@
+// ldsearch tree and --json against the real loader: the set of files the
+// tree resolves (and the names it marks as missing) must be what the loader
+// maps under LD_TRACE_LOADED_OBJECTS=1 -- on layouts where libtree and
+// lddtree are known to be wrong, and on every program in /usr/bin.  Every
+// JSON document is checked against docs/ldsearch.schema.json.
+#include "harness.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <sstream>
+
+using namespace ldshim::difftest;
+using nlohmann::json;
+
+namespace {
+
+const std::string kLdsearch = LDSEARCH_PATH;
+const std::string kSchema = SCHEMA_PATH;
+
+struct Resolved {
+    std::set<std::string> paths;
+    std::set<std::string> missing;
+    bool operator==(const Resolved&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Resolved& r) {
+    for (const auto& p : r.paths) os << "  " << p << "\n";
+    for (const auto& m : r.missing) os << "  " << m << " => not found\n";
+    return os;
+}
+
+// What the loader maps: "NAME => PATH (0x..)", "PATH (0x..)", "NAME => not found".
+Resolved real_resolved(const std::string& dir, const std::string& prog, const std::string& scratch) {
+    std::string out = scratch + "/trace.out";
+    sh("cd " + quote(dir) + " && env LD_TRACE_LOADED_OBJECTS=1 " + quote(prog) + " > " + quote(out) + " 2>/dev/null");
+    Resolved r;
+    for (const auto& line : read_lines(out)) {
+        std::string l = line.substr(line.find_first_not_of(" \t") == std::string::npos ? 0 : line.find_first_not_of(" \t"));
+        auto arrow = l.find(" => ");
+        if (arrow != std::string::npos) {
+            std::string rest = l.substr(arrow + 4);
+            if (rest == "not found") r.missing.insert(l.substr(0, arrow));
+            else r.paths.insert(rest.substr(0, rest.find(" (0x")));
+        } else if (!l.empty() && l[0] == '/') {
+            r.paths.insert(l.substr(0, l.find(" (0x")));
+        }
+    }
+    return r;
+}
+
+void collect(const json& n, Resolved& r, bool root) {
+    if (!root) {
+        if (n["how"] == "not_found") r.missing.insert(n["name"].get<std::string>());
+        else if (!n["path"].is_null()) r.paths.insert(n["path"].get<std::string>());
+    }
+    for (const auto& c : n["children"]) collect(c, r, false);
+}
+
+// Validates a document with python3-jsonschema; returns "" or the complaint.
+std::string schema_problem(const std::string& doc_path) {
+    std::string out = doc_path + ".schema";
+    int rc = sh("python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                "json.load(open(sys.argv[2])))' " +
+                quote(doc_path) + " " + quote(kSchema) + " > " + quote(out) + " 2>&1");
+    return rc == 0 ? "" : read_file(out);
+}
+
+struct TreeRun {
+    int status = 0;
+    json doc;
+    std::string text;
+};
+TreeRun tree(const std::string& dir, const std::string& prog, const std::string& scratch,
+             const std::string& extra = "") {
+    TreeRun t;
+    std::string jpath = scratch + "/tree.json";
+    t.status = sh("cd " + quote(dir) + " && " + quote(kLdsearch) + " tree --json " + extra + " " + quote(prog) + " > " +
+                  quote(jpath) + " 2>/dev/null");
+    t.doc = json::parse(read_file(jpath), nullptr, false);
+    EXPECT_EQ(schema_problem(jpath), "") << prog;
+    sh("cd " + quote(dir) + " && NO_COLOR=1 " + quote(kLdsearch) + " tree " + extra + " " + quote(prog) + " > " +
+       quote(scratch + "/tree.txt") + " 2>&1");
+    t.text = read_file(scratch + "/tree.txt");
+    return t;
+}
+
+Resolved tree_resolved(const TreeRun& t) {
+    Resolved r;
+    if (t.doc.is_object() && t.doc.contains("tree")) collect(t.doc["tree"], r, true);
+    r.paths.erase("linux-vdso.so.1");
+    return r;
+}
+
+void expect_same_as_loader(Tree& t, const std::string& prog, TreeRun* out = nullptr) {
+    TreeRun run = tree(t.root(), prog, t.root());
+    Resolved real = real_resolved(t.root(), prog, t.root());
+    real.paths.erase("linux-vdso.so.1");
+    EXPECT_EQ(tree_resolved(run), real) << "tree:\n" << run.text << "loader:\n" << real;
+    if (out) *out = run;
+}
+
+LibSpec so(const std::string& soname = "") { return {.soname = soname}; }
+
+}  // namespace
+
+TEST(Tree, glibc_hwcaps_subdirectory_is_where_the_library_comes_from) {
+    Tree t;
+    t.lib("d/glibc-hwcaps/x86-64-v2/libH.so", so("libH.so"));
+    t.lib("d/libH.so", so("libH.so"));
+    t.exe("main", {.needs = {"d/libH.so"}, .rpath = t.abs("d"), .driver = false});
+    TreeRun run;
+    expect_same_as_loader(t, "./main", &run);
+    EXPECT_NE(run.text.find("glibc-hwcaps/x86-64-v2/libH.so [RPATH of the program]"), std::string::npos) << run.text;
+}
+
+TEST(Tree, dollar_lib_expands_as_the_loader_does) {
+    Tree t;
+    t.lib("x86_64-linux-gnu/libL.so", so("libL.so"));
+    t.exe("main", {.needs = {"x86_64-linux-gnu/libL.so"}, .rpath = "$ORIGIN/$LIB", .driver = false});
+    expect_same_as_loader(t, "./main");
+}
+
+TEST(Tree, soname_match_is_already_loaded_not_missing) {
+    Tree t;
+    // libA is needed by path-less SONAME "libS.so.1" from libB, but was
+    // loaded first under its file name through the program's DT_NEEDED.
+    t.lib("d/libS.so.1.2", so("libS.so.1"));
+    t.lib("d/libB.so", {.soname = "libB.so", .flags = {"-L" + t.abs("d"), "-l:libS.so.1.2"}});
+    t.symlink("libS.so.1.2", "d/libS.so.1");
+    t.exe("main", {.needs = {"d/libS.so.1.2", "d/libB.so"}, .rpath = t.abs("d"), .driver = false});
+    TreeRun run;
+    expect_same_as_loader(t, "./main", &run);
+    EXPECT_EQ(run.status, 0) << run.text;
+}
+
+TEST(Tree, executable_runpath_is_not_inherited_so_the_dependency_is_missing) {
+    Tree t;
+    t.lib("r/libC.so", so("libC.so"));
+    t.lib("r/libB.so", {.soname = "libB.so", .needs = {"r/libC.so"}});
+    t.exe("main", {.needs = {"r/libB.so"}, .runpath = t.abs("r"), .driver = false});
+    TreeRun run;
+    expect_same_as_loader(t, "./main", &run);
+    EXPECT_EQ(run.status, 1) << "a missing library is exit status 1";
+    EXPECT_NE(run.text.find("libC.so not found"), std::string::npos) << run.text;
+    EXPECT_NE(run.text.find("libB.so => " + t.abs("r") + "/libB.so [RUNPATH of the program]"), std::string::npos)
+        << run.text;
+}
+
+TEST(Tree, ld_library_path_and_the_rpath_of_a_library_are_named) {
+    Tree t;
+    t.lib("e/libE.so", so("libE.so"));
+    t.lib("f/libF.so", so("libF.so"));
+    t.lib("d/libD.so", {.soname = "libD.so", .needs = {"f/libF.so"}, .rpath = t.abs("f")});
+    t.exe("main", {.needs = {"d/libD.so", "e/libE.so"}, .rpath = t.abs("d"), .driver = false});
+    TreeRun run;
+    std::string scratch = t.root();
+    run = tree(t.root(), "./main", scratch, "--env LD_LIBRARY_PATH=" + t.abs("e"));
+    EXPECT_NE(run.text.find("libE.so => " + t.abs("e") + "/libE.so [LD_LIBRARY_PATH]"), std::string::npos) << run.text;
+    EXPECT_NE(run.text.find("libF.so => " + t.abs("f") + "/libF.so [RPATH of " + t.abs("d") + "/libD.so]"),
+              std::string::npos)
+        << run.text;
+}
+
+TEST(Tree, colours_only_on_a_terminal_and_never_with_NO_COLOR) {
+    Tree t;
+    t.exe("main", {.driver = false});
+    std::string ld = quote(kLdsearch), root = quote(t.root());
+    // script(1) gives the command a terminal.
+    sh("cd " + root + " && script -qec '" + kLdsearch + " tree ./main' /dev/null > tty.out 2>&1");
+    sh("cd " + root + " && NO_COLOR=1 script -qec '" + kLdsearch + " tree ./main' /dev/null > nocolor.out 2>&1");
+    sh("cd " + root + " && " + ld + " tree ./main > pipe.out 2>&1");
+    sh("cd " + root + " && " + ld + " tree --color=always ./main > always.out 2>&1");
+    EXPECT_NE(read_file(t.abs("tty.out")).find('\033'), std::string::npos) << "colours on a terminal";
+    EXPECT_EQ(read_file(t.abs("nocolor.out")).find('\033'), std::string::npos) << "NO_COLOR honoured";
+    EXPECT_EQ(read_file(t.abs("pipe.out")).find('\033'), std::string::npos) << "plain text into a pipe";
+    EXPECT_NE(read_file(t.abs("always.out")).find('\033'), std::string::npos);
+    EXPECT_EQ(sh(ld + " tree --color=sometimes ./main > /dev/null 2>&1"), 2);
+}
+
+TEST(Tree, json_of_every_mode_follows_the_schema) {
+    Tree t;
+    t.lib("d/libD.so", so("libD.so"));
+    t.exe("main", {.needs = {"d/libD.so"}, .rpath = t.abs("d")});
+    std::string ld = quote(kLdsearch);
+    struct Case {
+        std::string args;
+        int status;
+    } cases[] = {
+        {"./main", 0},
+        {"--dlopen libD.so --dlopen-noload libnope.so --dlopen libnope.so --dlmopen libD.so ./main", 1},
+        {"tree ./main", 0},
+        {"--env LD_PRELOAD=libnothere.so ./main", 0},
+    };
+    int k = 0;
+    for (const auto& c : cases) {
+        std::string args = c.args;
+        std::string doc = t.abs("doc" + std::to_string(k++) + ".json");
+        bool tree_mode = args.rfind("tree ", 0) == 0;
+        std::string cmd = "cd " + quote(t.root()) + " && " + ld + (tree_mode ? " tree --json " + args.substr(5) : " --json " + args);
+        EXPECT_EQ(sh(cmd + " > " + quote(doc) + " 2>/dev/null"), c.status) << args;
+        EXPECT_EQ(schema_problem(doc), "") << args << "\n" << read_file(doc);
+        json j = json::parse(read_file(doc), nullptr, false);
+        ASSERT_TRUE(j.is_object()) << read_file(doc);
+        EXPECT_EQ(j["exit_status"], c.status);
+    }
+    // The search lines in JSON are the text mode's lines.
+    sh("cd " + quote(t.root()) + " && " + ld + " ./main > text.out && " + ld + " --json ./main > j.json");
+    json j = json::parse(read_file(t.abs("j.json")));
+    std::string lines;
+    for (const auto& s : j["searches"])
+        for (const auto& l : s["lines"]) lines += l.get<std::string>() + "\n";
+    EXPECT_EQ(lines, read_file(t.abs("text.out")));
+}
+
+
+TEST(Tree, every_usr_bin_program_resolves_the_files_the_loader_maps) {
+    Tree t;
+    // Set-id programs start in secure mode with a different output; the
+    // system-programs suite covers them.
+    std::vector<std::string> programs = usr_bin_programs(true);
+    ASSERT_GT(programs.size(), 50u);
+    std::size_t same = 0;
+    std::vector<std::string> diffs;
+    for (const auto& p : programs) {
+        std::string jpath = t.abs("p.json");
+        sh(quote(kLdsearch) + " tree --json " + quote(p) + " > " + quote(jpath) + " 2>/dev/null");
+        TreeRun run;
+        run.doc = json::parse(read_file(jpath), nullptr, false);
+        Resolved mine = tree_resolved(run);
+        Resolved real = real_resolved("/", p, t.root());
+        real.paths.erase("linux-vdso.so.1");
+        if (mine == real) ++same;
+        else if (diffs.size() < 5) {
+            std::ostringstream os;
+            os << p << "\n tree:\n" << mine << " loader:\n" << real;
+            diffs.push_back(os.str());
+        }
+    }
+    std::printf("[ TREE     ] %zu programs in /usr/bin, %zu resolve identically, %zu differ\n", programs.size(), same,
+                programs.size() - same);
+    EXPECT_EQ(same, programs.size());
+    for (const auto& d : diffs) ADD_FAILURE() << d;
+}
