@@ -59,6 +59,20 @@ std::string Engine::expand(const Object& owner, std::string_view s) const {
     return substitute_dsts(s, dst_values(owner), pol);
 }
 
+std::vector<std::pair<std::string, DstDrop>> Engine::dropped_elements(int idx, bool runpath) const {
+    std::vector<std::pair<std::string, DstDrop>> out;
+    const Object& o = objects_[static_cast<std::size_t>(idx)];
+    const auto& str = runpath ? o.facts.runpath : o.facts.effective_rpath();
+    if (!str) return out;
+    DstPolicy pol{opts_.secure, o.kind == Object::Kind::main, &cfg_.system_dirs};
+    for (auto elem : split_path(*str, ":")) {
+        if (elem.empty() || count_dsts(elem) == 0) continue;
+        DstDrop why = DstDrop::none;
+        if (substitute_dsts(elem, dst_values(o), pol, &why).empty()) out.emplace_back(std::string(elem), why);
+    }
+    return out;
+}
+
 // glibc's fillin_rpath: expand, normalise, intern, and drop duplicates
 // within this list.
 DirList Engine::fill_list(std::string_view str, std::string_view seps, Label what,

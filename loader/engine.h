@@ -108,6 +108,10 @@ public:
     MapOutcome map_object(int loader, const std::string& name, unsigned ns, unsigned mode);
 
     const std::vector<Object>& objects() const { return objects_; }
+    // The elements of an object's RPATH (runpath=false) or RUNPATH string that
+    // the loader drops, each with the reason (for explanations).
+    std::vector<std::pair<std::string, DstDrop>> dropped_elements(int idx, bool runpath) const;
+    bool secure() const { return opts_.secure; }
     // The objects LD_PRELOAD and /etc/ld.so.preload loaded at startup, in order.
     const std::vector<int>& preloads() const { return preloads_; }
     int main_object() const { return main_; }

@@ -242,3 +242,101 @@ TEST(Tree, every_usr_bin_program_resolves_the_files_the_loader_maps) {
     EXPECT_EQ(same, programs.size());
     for (const auto& d : diffs) ADD_FAILURE() << d;
 }
+
+namespace {
+
+struct WhyRun {
+    int status = 0;
+    json doc;
+    std::string text;
+};
+// ldsearch why, as text and as JSON (checked against the schema).
+WhyRun why(const Tree& t, const std::string& args) {
+    WhyRun w;
+    std::string base = "cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why ";
+    w.status = sh(base + args + " > why.txt 2>&1");
+    w.text = read_file(t.abs("why.txt"));
+    EXPECT_EQ(sh(base + "--json " + args + " > why.json 2>/dev/null"), w.status);
+    EXPECT_EQ(schema_problem(t.abs("why.json")), "") << read_file(t.abs("why.json"));
+    w.doc = json::parse(read_file(t.abs("why.json")), nullptr, false);
+    return w;
+}
+bool says(const WhyRun& w, const std::string& where, const std::string& reason) {
+    for (const auto& it : w.doc["items"])
+        if (it["where"].get<std::string>().find(where) != std::string::npos &&
+            it["reason"].get<std::string>().find(reason) != std::string::npos)
+            return true;
+    return false;
+}
+
+}  // namespace
+
+TEST(Why, runpath_of_the_program_is_not_inherited) {
+    Tree t;
+    t.lib("r/libC.so", so("libC.so"));
+    t.lib("r/libB.so", {.soname = "libB.so", .needs = {"r/libC.so"}});
+    t.exe("main", {.needs = {"r/libB.so"}, .runpath = t.abs("r"), .driver = false});
+    WhyRun w = why(t, "libC.so ./main");
+    EXPECT_EQ(w.status, 1) << w.text;
+    EXPECT_NE(t.real("./main", {}).status, 0) << "the loader fails too";
+    EXPECT_TRUE(says(w, "RUNPATH of ./main", "not inherited")) << w.text;
+    EXPECT_NE(w.text.find("needed by " + t.abs("r") + "/libB.so, at startup"), std::string::npos) << w.text;
+    EXPECT_NE(w.text.find("verdict: libC.so: not found"), std::string::npos) << w.text;
+}
+
+TEST(Why, a_runpath_turns_off_the_rpath_chain) {
+    Tree t;
+    t.lib("a/libC.so", so("libC.so"));
+    t.mkdir("empty");
+    t.lib("b/libB.so", {.soname = "libB.so", .needs = {"a/libC.so"}, .runpath = t.abs("empty")});
+    t.exe("main", {.needs = {"b/libB.so"}, .rpath = t.abs("a") + ":" + t.abs("b"), .driver = false});
+    WhyRun w = why(t, "libC.so ./main");
+    EXPECT_EQ(w.status, 1) << w.text;
+    EXPECT_NE(t.real("./main", {}).status, 0);
+    EXPECT_TRUE(says(w, "RPATH of ./main", "turns off every RPATH")) << w.text;
+    EXPECT_TRUE(says(w, t.abs("empty") + "/libC.so", "no such file")) << w.text;
+}
+
+TEST(Why, wrong_class_missing_directory_and_the_file_that_was_taken) {
+    Tree t;
+    t.lib32("d32/libW.so");
+    t.lib("dgood/libW.so", so());
+    t.exe("dlo", {.rpath = t.abs("gone") + ":" + t.abs("d32") + ":" + t.abs("dgood")});
+    WhyRun w = why(t, "libW.so ./dlo");
+    EXPECT_EQ(w.status, 0) << w.text;
+    EXPECT_TRUE(says(w, t.abs("d32") + "/libW.so", "wrong ELF class")) << w.text;
+    EXPECT_TRUE(says(w, t.abs("gone"), "does not exist")) << w.text;
+    EXPECT_TRUE(says(w, t.abs("dgood") + "/libW.so", "found")) << w.text;
+    Capture real = t.real("./dlo", {"o:libW.so"});
+    ASSERT_EQ(real.results.size(), 1u);
+    EXPECT_NE(w.doc["verdict"].get<std::string>().find(real.results[0]), std::string::npos) << w.text;
+}
+
+TEST(Why, nodeflib_keeps_the_cache_and_system_directories_out) {
+    Tree t;
+    t.exe("main", {.driver = false, .flags = {"-pie", "-fPIE"}});
+    t.set_flags1("main", 0x800);
+    WhyRun w = why(t, "libz.so.1 ./main");
+    EXPECT_EQ(w.status, 1) << w.text;
+    EXPECT_TRUE(says(w, "system directories", "DF_1_NODEFLIB")) << w.text;
+}
+
+TEST(Why, secure_mode_drops_an_origin_that_is_not_at_the_start) {
+    Tree t;
+    t.exe("main", {.rpath = "/opt/$ORIGIN/lib:$ORIGIN/lib", .driver = false});
+    WhyRun w = why(t, "--secure libnothere.so ./main");
+    EXPECT_EQ(w.status, 1) << w.text;
+    EXPECT_TRUE(says(w, "/opt/$ORIGIN/lib", "secure mode")) << w.text;
+    EXPECT_TRUE(says(w, "secure mode", "LD_LIBRARY_PATH is ignored")) << w.text;
+}
+
+TEST(Why, a_name_with_a_slash_is_not_searched) {
+    Tree t;
+    t.lib("d/libS.so", so());
+    t.exe("main", {.driver = false});
+    WhyRun w = why(t, "./d/libS.so ./main");
+    EXPECT_EQ(w.status, 0) << w.text;
+    EXPECT_TRUE(says(w, "./d/libS.so", "contains a slash")) << w.text;
+    EXPECT_EQ(sh(quote(kLdsearch) + " why > /dev/null 2>&1"), 2) << "NAME and PROGRAM are required";
+    EXPECT_EQ(sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why --dlopen x libS.so ./main > /dev/null 2>&1"), 2);
+}

@@ -3,6 +3,7 @@
 // lives in loader/; this file parses arguments and prints.
 #include "loader/dep_tree.h"
 #include "loader/engine.h"
+#include "loader/why.h"
 #include "report.h"
 
 #include <sys/stat.h>
@@ -34,6 +35,7 @@ exactly as LD_DEBUG=libs prints it (without the "PID:<TAB>" prefix), without
 running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
 and applied as the loader would apply them for PROGRAM.
 
+       ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
 Modes (the first argument; "ldsearch -- tree" means a program named tree):
   tree                   the dependency tree instead: every DT_NEEDED entry,
                          the file it resolved to and how it was found (RPATH
@@ -41,6 +43,15 @@ Modes (the first argument; "ldsearch -- tree" means a program named tree):
                          system directory, already loaded, already loaded as
                          SONAME); missing libraries are marked, and the walk
                          goes on past them
+  why NAME               every place the loader considered for NAME and why
+                         each was rejected or not searched (missing
+                         directory, wrong ELF class or machine, NODEFLIB,
+                         RUNPATH not inherited, RPATH turned off by a
+                         RUNPATH, a token dropped in secure mode, a name with
+                         a slash), then a one-line verdict.  The lookup is
+                         the one startup makes for NAME; with --from OBJECT,
+                         or for a name nothing needs, a dlopen from OBJECT
+                         (default: PROGRAM).  Exit status 0 if found, 1 if not
 
 Output:
   --json                 one JSON document instead of text (schema:
@@ -115,14 +126,94 @@ struct JsonOut {
     }
 };
 
+// ldsearch why: pick the lookup to explain, then print the explanation.
+int explain(Engine& engine, Fs& fs, TraceRecorder& recorder, const std::vector<Op>& ops, const std::string& name,
+            const std::string& program, JsonOut& json) {
+    using K = TraceEvent::Kind;
+    int requester = -1;
+    for (const auto& op : ops) {
+        requester = op.arg == program ? engine.main_object() : engine.find_object(op.arg);
+        if (requester < 0) {
+            std::fprintf(stderr, "ldsearch: --from %s: no such object is loaded\n", op.arg.c_str());
+            return kUsage;
+        }
+    }
+    std::vector<TraceEvent> events;
+    std::string context;
+    if (requester < 0) {
+        // The startup lookup of NAME: asked by the first object (load order)
+        // that needs it, or by the program for a preload.
+        const auto& objs = engine.objects();
+        for (std::size_t i = 0; i < objs.size() && requester < 0; ++i)
+            for (const auto& n : objs[i].facts.needed)
+                if (n == name) requester = static_cast<int>(i);
+        auto& ev = recorder.events;
+        std::size_t at = ev.size();
+        for (std::size_t i = 0; i < ev.size(); ++i)
+            if (ev[i].kind == K::find_library && ev[i].text == name) {
+                at = i;
+                break;
+            }
+        if (requester >= 0 && at < ev.size()) {
+            // The search ends with end_search; a result right after it is
+            // this search's (a failed one has none).
+            std::size_t end = at + 1;
+            while (end < ev.size() && ev[end].kind != K::end_search) ++end;
+            if (end < ev.size()) ++end;
+            if (end < ev.size() && ev[end].kind == K::result && ev[end].detail == name) ++end;
+            events.assign(ev.begin() + static_cast<long>(at), ev.begin() + static_cast<long>(end));
+            context = "needed by " + object_display(engine, requester, program) + ", at startup";
+        } else if (requester >= 0) {
+            // Matched silently (already loaded, or a path): ask again.
+            recorder.events.clear();
+            engine.map_object(requester, name, 0, 0);
+            events = recorder.events;
+            context = "needed by " + object_display(engine, requester, program) + ", at startup";
+        }
+    }
+    if (events.empty()) {
+        if (requester < 0) requester = engine.main_object();
+        recorder.events.clear();
+        DlopenRequest req;
+        req.caller = requester;
+        req.name = name;
+        engine.dlopen(req);
+        events = recorder.events;
+        context = "dlopen from " + object_display(engine, requester, program);
+    }
+    WhyReport r = explain_lookup(engine, fs, requester, name, events, program);
+    int status = r.found ? kOk : kLoadFailed;
+    auto kind = [](WhyItem::Kind k) {
+        return k == WhyItem::Kind::searched ? "searched" : k == WhyItem::Kind::skipped ? "skipped" : "note";
+    };
+    if (json.on) {
+        json.doc["name"] = name;
+        json.doc["lookup"] = context;
+        json.doc["items"] = nlohmann::json::array();
+        for (const auto& it : r.items)
+            json.doc["items"].push_back({{"kind", kind(it.kind)}, {"where", it.where}, {"reason", it.reason}});
+        json.doc["verdict"] = r.verdict;
+        json.doc["found"] = r.found;
+        return json.print(status);
+    }
+    std::printf("%s (%s):\n", name.c_str(), context.c_str());
+    for (const auto& it : r.items) std::printf("  %-9s %s: %s\n", kind(it.kind), it.where.c_str(), it.reason.c_str());
+    std::printf("verdict: %s\n", r.verdict.c_str());
+    return status;
+}
+
 int main(int argc, char** argv) {
     std::vector<Op> ops;
-    enum class Mode { search, tree } mode = Mode::search;
+    enum class Mode { search, tree, why } mode = Mode::search;
+    std::string why_name;
     JsonOut json;
     std::string color = "auto";
     int first = 1;
     if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {
         mode = Mode::tree;
+        first = 2;
+    } else if (argc > 1 && std::strcmp(argv[1], "why") == 0) {
+        mode = Mode::why;
         first = 2;
     }
     std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath;
@@ -190,13 +281,19 @@ int main(int argc, char** argv) {
             if (i + 1 < argc) usage_error("too many arguments");
         } else if (a.size() > 1 && a[0] == '-') {
             usage_error("unrecognized option '" + a + "'");
+        } else if (mode == Mode::why && why_name.empty()) {
+            why_name = a;
         } else if (program.empty()) {
             program = a;
         } else {
             usage_error("too many arguments");
         }
     }
+    if (mode == Mode::why && why_name.empty()) usage_error("why: missing NAME");
     if (program.empty()) usage_error("missing PROGRAM");
+    if (mode == Mode::why)
+        for (const auto& op : ops)
+            if (op.kind != Op::Kind::from) usage_error("why: --dlopen and friends do not apply; use --from");
 
     // PROGRAM without a slash is looked up in PATH, as a shell would; argv[0]
     // (and so every "from file" label) stays as typed.
@@ -280,15 +377,17 @@ int main(int argc, char** argv) {
     opts.preload = modelled("LD_PRELOAD").value_or("");
     opts.origin_path = modelled("LD_ORIGIN_PATH");
 
-    // The tree shows everything, missing libraries included.
-    if (mode == Mode::tree) opts.keep_going = true;
+    // The tree and why show everything, missing libraries included.
+    if (mode != Mode::search) opts.keep_going = true;
     LdDebugPrinter printer(stdout, !all_lines);
     TraceRecorder recorder;
-    TraceSink* sink = json.on ? static_cast<TraceSink*>(&recorder) : mode == Mode::tree ? nullptr : &printer;
+    TraceSink* sink = json.on || mode == Mode::why ? static_cast<TraceSink*>(&recorder)
+                      : mode == Mode::tree        ? nullptr
+                                                  : &printer;
     Engine engine(std::move(*cfg), fs, cache, sink, opts);
     StartResult sr = engine.start(path);
     if (json.on) {
-        json.doc["mode"] = mode == Mode::tree ? "tree" : "search";
+        json.doc["mode"] = mode == Mode::tree ? "tree" : mode == Mode::why ? "why" : "search";
         json.doc["program"] = program;
         json.doc["secure"] = opts.secure;
         json.doc["warnings"] = sr.warnings;
@@ -299,6 +398,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         std::fprintf(stderr, "%s\n", w.c_str());
     }
+    if (mode == Mode::why) return explain(engine, fs, recorder, ops, why_name, program, json);
     if (mode == Mode::tree) {
         DepNode root = dependency_tree(engine);
         bool missing = false;

@@ -1,0 +1,38 @@
+// "Why was NAME (not) found?": one lookup's trace, read against the process
+// model, as a list of every place the loader considered or skipped, each with
+// its reason, and a one-line verdict.  Pure apart from the Fs it is given
+// (to tell a missing directory from a missing file).
+#pragma once
+
+#include "loader/engine.h"
+#include "loader/trace.h"
+
+#include <string>
+#include <vector>
+
+namespace ldshim::loader {
+
+struct WhyItem {
+    enum class Kind : std::uint8_t {
+        searched,     // a place the loader looked: "found" / "no such file" / rejection reason
+        skipped,      // a list or directory the loader did not look in, and why
+        note,         // context (the name has a slash, secure mode, ...)
+    };
+    Kind kind;
+    std::string where;   // the directory, file or list concerned
+    std::string reason;  // why it was rejected or not searched ("" for found)
+};
+
+struct WhyReport {
+    std::vector<WhyItem> items;
+    std::string verdict;  // one line
+    bool found = false;
+};
+
+// `requester`: the object whose lookup it was (its loader chain decides the
+// lists); `events`: that lookup's trace, from find_library (or nothing, for
+// a name with a slash or an already loaded one) to its result.
+WhyReport explain_lookup(const Engine& e, Fs& fs, int requester, const std::string& name,
+                         const std::vector<TraceEvent>& events, const std::string& argv0);
+
+}  // namespace ldshim::loader
