@@ -340,3 +340,31 @@ TEST(Why, a_name_with_a_slash_is_not_searched) {
     EXPECT_EQ(sh(quote(kLdsearch) + " why > /dev/null 2>&1"), 2) << "NAME and PROGRAM are required";
     EXPECT_EQ(sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why --dlopen x libS.so ./main > /dev/null 2>&1"), 2);
 }
+
+// Modelling another machine: --hwcaps, --platform, --lib.
+TEST(Machine, hwcaps_option_replaces_the_glibc_hwcaps_subdirectories) {
+    Tree t;
+    t.mkdir("d");
+    t.exe("main", {.rpath = t.abs("d"), .driver = false});
+    std::string base = "cd " + quote(t.root()) + " && " + quote(kLdsearch) + " --dlopen libnothere.so ";
+    sh(base + "--hwcaps x86-64-v2 ./main > v2.out 2>&1");
+    sh(base + "--hwcaps none ./main > none.out 2>&1");
+    std::string v2 = read_file(t.abs("v2.out")), none = read_file(t.abs("none.out"));
+    EXPECT_NE(v2.find(t.abs("d") + "/glibc-hwcaps/x86-64-v2:"), std::string::npos) << v2;
+    EXPECT_EQ(v2.find("x86-64-v3"), std::string::npos) << v2;
+    EXPECT_EQ(none.find("glibc-hwcaps"), std::string::npos) << none;
+    EXPECT_EQ(sh(base + "--hwcaps a/b ./main > /dev/null 2>&1"), 2);
+}
+
+TEST(Machine, lib_and_platform_options_change_the_tokens) {
+    Tree t;
+    t.lib("lib64/libL.so", so("libL.so"));
+    t.lib("myplat/libP.so", so("libP.so"));
+    t.exe("main", {.needs = {"lib64/libL.so", "myplat/libP.so"}, .rpath = "$ORIGIN/$LIB:$ORIGIN/$PLATFORM", .driver = false});
+    std::string base = "cd " + quote(t.root()) + " && " + quote(kLdsearch) + " tree ";
+    EXPECT_EQ(sh(base + "./main > default.out 2>&1"), 1) << "the running loader's $LIB and $PLATFORM miss both";
+    EXPECT_EQ(sh(base + "--lib lib64 --platform myplat ./main > modelled.out 2>&1"), 0) << read_file(t.abs("modelled.out"));
+    std::string out = read_file(t.abs("modelled.out"));
+    EXPECT_NE(out.find("libL.so => " + t.abs("lib64") + "/libL.so [RPATH of the program]"), std::string::npos) << out;
+    EXPECT_NE(out.find("libP.so => " + t.abs("myplat") + "/libP.so [RPATH of the program]"), std::string::npos) << out;
+}

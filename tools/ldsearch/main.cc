@@ -82,6 +82,12 @@ Modelling the process:
                          /etc/ld.so.cache, as the loader prints it)
   --ld-so PATH           the loader whose configuration is used (default:
                          PROGRAM's PT_INTERP)
+  --platform NAME        model another $PLATFORM (and legacy platform
+                         subdirectory); default: the running loader's
+  --hwcaps LIST          model these glibc-hwcaps subdirectories, highest
+                         priority first (e.g. x86-64-v3,x86-64-v2; "none" for
+                         none); they also select ld.so.cache entries
+  --lib NAME             model another $LIB (e.g. lib64)
   --env NAME=VALUE       model PROGRAM's environment variable NAME (one of
                          LD_LIBRARY_PATH, LD_PRELOAD, LD_ORIGIN_PATH) without
                          setting it for ldsearch itself; "--env NAME" unsets it
@@ -125,6 +131,51 @@ struct JsonOut {
         return status;
     }
 };
+
+// --platform, --hwcaps, --lib: another machine's values in place of the
+// running loader's.  Returns an error text for a bad value.
+std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<std::string>& platform,
+                                         const std::optional<std::string>& hwcaps,
+                                         const std::optional<std::string>& lib) {
+    if (lib) {
+        if (lib->empty()) return "--lib: empty value";
+        cfg.dst_lib = *lib;
+    }
+    // Legacy subdirectories: glibc-hwcaps entries first, then the power set
+    // that contains the platform name as a component.
+    std::vector<std::string> legacy;
+    for (const auto& s : cfg.subdirs)
+        if (s.rfind("glibc-hwcaps/", 0) != 0) legacy.push_back(s);
+    if (platform) {
+        if (platform->empty() || platform->find('/') != std::string::npos) return "--platform: not a name: '" + *platform + "'";
+        for (auto& s : legacy) {
+            std::string out;
+            for (auto part : split_path(s, "/")) {
+                if (part.empty()) continue;
+                out += (cfg.platform && part == *cfg.platform ? *platform : std::string(part)) + "/";
+            }
+            s = out;
+        }
+        cfg.platform = *platform;
+    }
+    if (hwcaps) {
+        cfg.hwcaps_active.clear();
+        cfg.isa_levels = 1;
+        if (*hwcaps != "none")
+            for (auto n : split_path(*hwcaps, ",")) {
+                if (n.empty() || n.find('/') != std::string_view::npos) return "--hwcaps: bad name in '" + *hwcaps + "'";
+                cfg.hwcaps_active.emplace_back(n);
+                if (n == "x86-64-v2") cfg.isa_levels |= 2;
+                if (n == "x86-64-v3") cfg.isa_levels |= 4;
+                if (n == "x86-64-v4") cfg.isa_levels |= 8;
+            }
+    }
+    std::vector<std::string> subdirs;
+    for (const auto& h : cfg.hwcaps_active) subdirs.push_back("glibc-hwcaps/" + h + "/");
+    subdirs.insert(subdirs.end(), legacy.begin(), legacy.end());
+    cfg.subdirs = std::move(subdirs);
+    return std::nullopt;
+}
 
 // ldsearch why: pick the lookup to explain, then print the explanation.
 int explain(Engine& engine, Fs& fs, TraceRecorder& recorder, const std::vector<Op>& ops, const std::string& name,
@@ -216,7 +267,7 @@ int main(int argc, char** argv) {
         mode = Mode::why;
         first = 2;
     }
-    std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath;
+    std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath, platform, hwcaps, dst_lib;
     std::optional<bool> secure;
     bool keep_going = false, inhibit_cache = false, all_lines = false, no_cache = false;
     std::string program;
@@ -258,6 +309,12 @@ int main(int argc, char** argv) {
             cache_file = value("--cache");
         } else if (a == "--ld-so") {
             ld_so = value("--ld-so");
+        } else if (a == "--platform") {
+            platform = value("--platform");
+        } else if (a == "--hwcaps") {
+            hwcaps = value("--hwcaps");
+        } else if (a == "--lib") {
+            dst_lib = value("--lib");
         } else if (a == "--env") {
             std::string kv = value("--env");
             auto eq = kv.find('=');
@@ -343,6 +400,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ldsearch: %s\n", err.c_str());
         return kLoaderQuery;
     }
+    if (auto bad = model_machine(*cfg, platform, hwcaps, dst_lib)) usage_error(*bad);
     cfg->inhibit_cache = inhibit_cache;
     if (cache_file) cfg->cache_path = *cache_file;
     LdCache cache = LdCache::load(fs, cfg->cache_path);
