@@ -1,5 +1,7 @@
 #include "loader/fs.h"
 
+#include "loader/path_pool.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -143,6 +145,98 @@ std::optional<std::string> RealFs::realpath(const std::string& path) {
     std::string out(r);
     std::free(r);
     return out;
+}
+
+RootFs::RootFs(std::string root) : root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    if (root_ == "/") root_.clear();
+}
+
+std::optional<std::string> RootFs::resolve(const std::string& path, int* error) const {
+    constexpr int kMaxLinks = 40;  // the kernel's limit
+    std::vector<std::string> done;  // resolved components
+    std::vector<std::string> todo;  // components still to walk, in reverse order
+    auto push_reversed = [&](std::string_view p) {
+        std::vector<std::string> parts;
+        for (auto c : split_path(p, "/"))
+            if (!c.empty() && c != ".") parts.emplace_back(c);
+        todo.insert(todo.end(), parts.rbegin(), parts.rend());
+    };
+    push_reversed(path);
+    int links = 0;
+    while (!todo.empty()) {
+        std::string c = std::move(todo.back());
+        todo.pop_back();
+        if (c == "..") {
+            if (!done.empty()) done.pop_back();  // at the root, ".." is the root
+            continue;
+        }
+        std::string host = root_;
+        for (const auto& d : done) host += "/" + d;
+        host += "/" + c;
+        struct stat st {};
+        if (::lstat(host.c_str(), &st) != 0) {
+            // A missing last component is the caller's business (ENOENT);
+            // a missing directory on the way also ends here.
+            if (error) *error = errno;
+            if (errno == ENOENT && todo.empty()) {
+                done.push_back(c);
+                break;
+            }
+            return std::nullopt;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            done.push_back(std::move(c));
+            continue;
+        }
+        if (++links > kMaxLinks) {
+            if (error) *error = ELOOP;
+            return std::nullopt;
+        }
+        std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+        ssize_t n = ::readlink(host.c_str(), buf.data(), buf.size());
+        if (n < 0) {
+            if (error) *error = errno;
+            return std::nullopt;
+        }
+        std::string target(buf.data(), static_cast<std::size_t>(n));
+        if (!target.empty() && target[0] == '/') done.clear();  // absolute: back to the root
+        push_reversed(target);
+    }
+    if (error) *error = 0;
+    std::string out;
+    for (const auto& d : done) out += "/" + d;
+    return out.empty() ? std::string("/") : out;
+}
+
+std::optional<std::string> RootFs::host_path(const std::string& path, int* error) const {
+    int err = 0;
+    auto r = resolve(path, &err);
+    if (error) *error = err;
+    if (!r) return std::nullopt;
+    return root_ + (*r == "/" && !root_.empty() ? "" : *r);
+}
+
+OpenResult RootFs::open(const std::string& path) {
+    int err = 0;
+    auto host = host_path(path, &err);
+    if (!host) return {nullptr, err};
+    return real_.open(*host);
+}
+
+Fs::StatResult RootFs::stat(const std::string& path) {
+    int err = 0;
+    auto host = host_path(path, &err);
+    if (!host) return {err, false};
+    return real_.stat(*host);
+}
+
+std::optional<std::string> RootFs::realpath(const std::string& path) {
+    int err = 0;
+    auto r = resolve(path, &err);
+    if (!r || err) return std::nullopt;
+    if (real_.stat(root_ + *r).error != 0) return std::nullopt;
+    return r;
 }
 
 }  // namespace ldshim::loader

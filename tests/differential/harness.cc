@@ -96,6 +96,15 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+std::vector<std::string> read_lines_glob(const std::string& pattern) {
+    std::vector<std::string> out;
+    glob_t g{};
+    if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+        for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+    return out;
+}
+
 namespace {
 bool is_native_dynamic_exe(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

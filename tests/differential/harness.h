@@ -83,6 +83,8 @@ int sh(const std::string& cmd);
 std::string quote(const std::string& s);
 std::vector<std::string> read_lines(const std::string& path);
 std::string read_file(const std::string& path);
+// The files matching a glob pattern, sorted.
+std::vector<std::string> read_lines_glob(const std::string& pattern);
 
 // Every regular executable in /usr/bin that is a 64-bit x86-64 program run by
 // /lib64/ld-linux-x86-64.so.2, sorted; `skip_setid` leaves set-id ones out.

@@ -368,3 +368,60 @@ TEST(Machine, lib_and_platform_options_change_the_tokens) {
     EXPECT_NE(out.find("libL.so => " + t.abs("lib64") + "/libL.so [RPATH of the program]"), std::string::npos) << out;
     EXPECT_NE(out.find("libP.so => " + t.abs("myplat") + "/libP.so [RPATH of the program]"), std::string::npos) << out;
 }
+
+// --root against the real loader run in a chroot of the same tree.
+TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: chroot(2) needs root";
+    Tree t;
+    std::string R = t.abs("root");
+    for (const char* d : {"root/lib64", "root/lib/x86_64-linux-gnu", "root/usr/bin", "root/usr/lib/app", "root/opt/cached",
+                          "root/opt/linked", "root/etc", "root/var/cache/ldconfig", "root/tmp", "root/proc"})
+        t.mkdir(d);
+    ASSERT_EQ(sh("cp -L /lib64/ld-linux-x86-64.so.2 " + quote(R + "/lib64/") + " && cp -L /lib/x86_64-linux-gnu/libc.so.6 " +
+                 quote(R + "/lib/x86_64-linux-gnu/")),
+              0);
+    t.lib("root/opt/cached/libB.so", so("libB.so"));
+    t.lib("root/usr/lib/app/libA.so", {.soname = "libA.so", .needs = {"root/opt/cached/libB.so"}});
+    t.lib("root/opt/linked/libL.so", so("libL.so"));
+    // An absolute link: inside the root it names root/opt/linked.
+    t.symlink("/opt/linked/libL.so", "root/usr/lib/app/libL.so");
+    // A decoy just above the root, where an escaping "$ORIGIN/../../.." would land.
+    t.lib("libE.so", so("libE.so"));
+    t.lib("root/lib/x86_64-linux-gnu/libE.so", so("libE.so"));
+    t.exe("root/usr/bin/prog", {.needs = {"root/usr/lib/app/libA.so", "root/opt/linked/libL.so", "libE.so"},
+                                .rpath = "$ORIGIN/../lib/app:$ORIGIN/../../..",
+                                .driver = false});
+    t.write("root/etc/ld.so.conf", "/opt/cached\n");
+    ASSERT_EQ(sh("ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
+    std::string helper = t.abs("chroot_run");
+    ASSERT_EQ(sh("cc -static -o " + quote(helper) + " " + quote(std::string(FIXTURE_DIR) + "/chroot_run.c")), 0);
+    // The loader finds the program's $ORIGIN through /proc/self/exe: give the
+    // chroot a /proc, in a private mount namespace that ends with the run.
+    int rc = sh("unshare -m sh -c " +
+                quote("mount --bind /proc " + quote(R + "/proc") + " && " + quote(helper) + " " + quote(R) +
+                      " /tmp/ld /usr/bin/prog") +
+                " > " + quote(t.abs("run.out")) + " 2>&1");
+    if (rc == 126 || read_file(t.abs("run.out")).find("unshare") != std::string::npos)
+        GTEST_SKIP() << "SKIPPED: no mount namespace here: " << read_file(t.abs("run.out"));
+    ASSERT_EQ(rc, 0) << read_file(t.abs("run.out"));
+    std::vector<std::string> real;
+    for (const auto& f : read_lines_glob(R + "/tmp/ld.*"))
+        for (auto l : read_lines(f)) {
+            auto tab = l.find(":\t");
+            if (tab != std::string::npos) l = l.substr(tab + 2);
+            if (l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
+                l.starts_with(" search cache="))
+                real.push_back(l);
+        }
+    ASSERT_FALSE(real.empty());
+    ASSERT_EQ(sh(quote(kLdsearch) + " --root " + quote(R) + " /usr/bin/prog > " + quote(t.abs("emu.out")) + " 2>&1"), 0)
+        << read_file(t.abs("emu.out"));
+    std::vector<std::string> emu = read_lines(t.abs("emu.out"));
+    EXPECT_EQ(real, emu) << unified_diff(real, emu, "loader in chroot", "ldsearch --root");
+    sh("cd " + quote(R) + " && NO_COLOR=1 " + quote(kLdsearch) + " tree --root " + quote(R) + " /usr/bin/prog > " +
+       quote(t.abs("tree.out")) + " 2>&1");
+    std::string tree_text = read_file(t.abs("tree.out"));
+    EXPECT_NE(tree_text.find("libE.so => /lib/x86_64-linux-gnu/libE.so"), std::string::npos) << tree_text;
+    EXPECT_NE(tree_text.find("libB.so => /opt/cached/libB.so [ld.so.cache]"), std::string::npos) << tree_text;
+    EXPECT_EQ(tree_text.find(t.root()), std::string::npos) << "paths are the root's own:\n" << tree_text;
+}

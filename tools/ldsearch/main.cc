@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,11 @@ Modelling the process:
   --inhibit-cache        like ld.so --inhibit-cache
   --cache FILE           read FILE as /etc/ld.so.cache (lines still name
                          /etc/ld.so.cache, as the loader prints it)
+  --root DIR             a sysroot: PROGRAM, its libraries, /etc/ld.so.cache,
+                         /etc/ld.so.preload and the interpreter are those
+                         inside DIR; symlinks, $ORIGIN and ".." are resolved
+                         as after chroot(DIR) and never leave it.  Printed
+                         paths are the paths inside DIR
   --ld-so PATH           the loader whose configuration is used (default:
                          PROGRAM's PT_INTERP)
   --platform NAME        model another $PLATFORM (and legacy platform
@@ -267,7 +273,7 @@ int main(int argc, char** argv) {
         mode = Mode::why;
         first = 2;
     }
-    std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath, platform, hwcaps, dst_lib;
+    std::optional<std::string> cache_file, ld_so, library_path, inhibit_rpath, platform, hwcaps, dst_lib, root;
     std::optional<bool> secure;
     bool keep_going = false, inhibit_cache = false, all_lines = false, no_cache = false;
     std::string program;
@@ -309,6 +315,8 @@ int main(int argc, char** argv) {
             cache_file = value("--cache");
         } else if (a == "--ld-so") {
             ld_so = value("--ld-so");
+        } else if (a == "--root") {
+            root = value("--root");
         } else if (a == "--platform") {
             platform = value("--platform");
         } else if (a == "--hwcaps") {
@@ -352,6 +360,28 @@ int main(int argc, char** argv) {
         for (const auto& op : ops)
             if (op.kind != Op::Kind::from) usage_error("why: --dlopen and friends do not apply; use --from");
 
+    std::unique_ptr<Fs> fs_owner;
+    RootFs* rootfs = nullptr;
+    if (root) {
+        struct stat st {};
+        if (::stat(root->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            std::fprintf(stderr, "ldsearch: --root %s: not a directory\n", root->c_str());
+            return kBadInput;
+        }
+        auto r = std::make_unique<RootFs>(*root);
+        rootfs = r.get();
+        fs_owner = std::move(r);
+    } else {
+        fs_owner = std::make_unique<RealFs>();
+    }
+    Fs& fs = *fs_owner;
+    // A path inside --root as a host path (for the few calls made outside Fs).
+    auto host = [&](const std::string& p) -> std::string {
+        if (!rootfs) return p;
+        auto h = rootfs->host_path(p, nullptr);
+        return h ? *h : *root + "/" + p;
+    };
+
     // PROGRAM without a slash is looked up in PATH, as a shell would; argv[0]
     // (and so every "from file" label) stays as typed.
     std::string path = program;
@@ -361,7 +391,7 @@ int main(int argc, char** argv) {
         path.clear();
         for (auto d : split_path(dirs, ":")) {
             std::string cand = (d.empty() ? std::string(".") : std::string(d)) + "/" + program;
-            if (access(cand.c_str(), X_OK) == 0) {
+            if (access(host(cand).c_str(), X_OK) == 0) {
                 path = cand;
                 break;
             }
@@ -372,7 +402,6 @@ int main(int argc, char** argv) {
         }
     }
 
-    RealFs fs;
     auto img = fs.open(path);
     if (!img.image) {
         std::fprintf(stderr, "ldsearch: %s: %s\n", program.c_str(), std::strerror(img.error));
@@ -395,7 +424,9 @@ int main(int argc, char** argv) {
     }
 
     std::string err;
-    auto cfg = query_loader_cached(ld_so.value_or(*facts.facts.interp), no_cache ? std::string() : default_cache_dir(), &err);
+    // Inside --root, the root's own loader describes its directories.
+    std::string rtld = ld_so.value_or(host(*facts.facts.interp));
+    auto cfg = query_loader_cached(rtld, no_cache ? std::string() : default_cache_dir(), &err);
     if (!cfg) {
         std::fprintf(stderr, "ldsearch: %s\n", err.c_str());
         return kLoaderQuery;
@@ -403,7 +434,9 @@ int main(int argc, char** argv) {
     if (auto bad = model_machine(*cfg, platform, hwcaps, dst_lib)) usage_error(*bad);
     cfg->inhibit_cache = inhibit_cache;
     if (cache_file) cfg->cache_path = *cache_file;
-    LdCache cache = LdCache::load(fs, cfg->cache_path);
+    // --cache names a host file even with --root.
+    RealFs host_fs;
+    LdCache cache = LdCache::load(cache_file ? static_cast<Fs&>(host_fs) : fs, cfg->cache_path);
 
     EngineOptions opts;
     opts.argv0 = program;
@@ -413,7 +446,7 @@ int main(int argc, char** argv) {
     } else {
         // The kernel sets AT_SECURE when a set-id bit changes the effective id.
         struct stat st {};
-        if (::stat(path.c_str(), &st) == 0)
+        if (::stat(host(path).c_str(), &st) == 0)
             opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
                           ((st.st_mode & S_ISGID) && st.st_gid != getgid());
     }
@@ -458,9 +491,9 @@ int main(int argc, char** argv) {
     }
     if (mode == Mode::why) return explain(engine, fs, recorder, ops, why_name, program, json);
     if (mode == Mode::tree) {
-        DepNode root = dependency_tree(engine);
+        DepNode top = dependency_tree(engine);
         bool missing = false;
-        std::vector<const DepNode*> stack{&root};
+        std::vector<const DepNode*> stack{&top};
         while (!stack.empty()) {
             const DepNode* n = stack.back();
             stack.pop_back();
@@ -468,11 +501,11 @@ int main(int argc, char** argv) {
             for (const auto& c : n->children) stack.push_back(&c);
         }
         if (json.on) {
-            json.doc["tree"] = ldsearch::tree_json(engine, root, program);
+            json.doc["tree"] = ldsearch::tree_json(engine, top, program);
             return json.print(missing ? kLoadFailed : kOk);
         }
         ldsearch::Colors colors{ldsearch::want_colors(color, stdout)};
-        ldsearch::print_tree(stdout, engine, root, program, colors);
+        ldsearch::print_tree(stdout, engine, top, program, colors);
         return missing ? kLoadFailed : kOk;
     }
     if (!sr.ok) {
