@@ -425,3 +425,81 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     EXPECT_NE(tree_text.find("libB.so => /opt/cached/libB.so [ld.so.cache]"), std::string::npos) << tree_text;
     EXPECT_EQ(tree_text.find(t.root()), std::string::npos) << "paths are the root's own:\n" << tree_text;
 }
+
+// ldsearch --diff and --replay.
+namespace {
+struct DiffRun {
+    int status;
+    std::string out;
+};
+DiffRun diff_run(const Tree& t, const std::string& args) {
+    DiffRun d;
+    d.status = sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " " + args + " > diff.out 2>&1");
+    d.out = read_file(t.abs("diff.out"));
+    return d;
+}
+}  // namespace
+
+TEST(Diff, a_dlopen_through_an_interposer_is_replayed_from_the_caller_the_loader_saw) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so"));
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
+    std::string ip = t.abs("interposer.so");
+    ASSERT_EQ(sh("cc -O0 -shared -fPIC -o " + quote(ip) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
+    // Through the interposer the loader attributes the dlopen to it and the
+    // search fails; ldsearch must replay exactly that.
+    DiffRun d = diff_run(t, "--diff -- env LD_PRELOAD=" + ip + " ./bin/prog l:libopenlibm.so o:libz.so.1");
+    EXPECT_EQ(d.status, 0) << d.out;
+    EXPECT_NE(d.out.find("5 searches in 1 process: all identical"), std::string::npos) << d.out;
+    EXPECT_EQ(d.out.find("skipped"), std::string::npos) << "the dlopens attributed to the interposer are replayed\n"
+                                                        << d.out;
+    // The program's own output is not mixed into the capture.
+    DiffRun plain = diff_run(t, "--diff -- ./bin/prog l:libopenlibm.so");
+    EXPECT_EQ(plain.status, 0) << plain.out;
+    EXPECT_NE(plain.out.find("RESULT " + t.abs("bin/../lib/julia/libopenlibm.so")), std::string::npos)
+        << "the program's own output is untouched\n" << plain.out;
+}
+
+TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
+    Tree t;
+    t.lib("d/libD.so", so("libD.so"));
+    t.exe("dlo", {.rpath = t.abs("d")});
+    DiffRun d = diff_run(t, "--diff -- sh -c './dlo o:libD.so; ./dlo o:libnothere.so; ls > /dev/null'");
+    EXPECT_EQ(d.status, 0) << d.out;
+    EXPECT_NE(d.out.find("in 4 processes: all identical"), std::string::npos) << d.out;
+
+    // Keep a capture, then make ldsearch see a different world: the replay
+    // runs with another LD_LIBRARY_PATH, so the startup searches differ.
+    DiffRun k = diff_run(t, "--diff --keep -- ./dlo o:libD.so");
+    auto at = k.out.find("capture kept in ");
+    ASSERT_NE(at, std::string::npos) << k.out;
+    std::string dir = k.out.substr(at + 16, k.out.find('\n', at) - at - 16);
+    DiffRun r = diff_run(t, "--replay " + dir + "/ld.*");
+    EXPECT_EQ(r.status, 0) << r.out;
+    t.mkdir("other");
+    sh("cd " + quote(t.root()) + " && LD_LIBRARY_PATH=" + quote(t.abs("other")) + " " + quote(kLdsearch) + " --replay " +
+       dir + "/ld.* > changed.out 2>&1; echo $? >> changed.out");
+    std::string changed = read_file(t.abs("changed.out"));
+    EXPECT_NE(changed.find("--- loader: process "), std::string::npos) << changed;
+    EXPECT_NE(changed.find("+++ ldsearch"), std::string::npos) << changed;
+    EXPECT_NE(changed.find("+ search path=" + t.abs("other")), std::string::npos) << changed;
+    EXPECT_NE(changed.find("differ"), std::string::npos) << changed;
+    EXPECT_EQ(changed.substr(changed.size() - 2), "1\n") << "exit status 1 on a difference";
+    sh("rm -rf " + quote(dir));
+}
+
+TEST(Diff, a_corrupted_capture_is_a_clear_error) {
+    Tree t;
+    t.write("bad.1", "     123:\tfind library=libx.so [0]; searching\nthis is not a loader line\n");
+    t.write("bad.2", "     123:\t  trying file=/x/libx.so\n");
+    t.write("bad.3", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0", 11));
+    for (const char* f : {"bad.1", "bad.2", "bad.3"}) {
+        DiffRun d = diff_run(t, std::string("--replay ") + f);
+        EXPECT_EQ(d.status, 3) << f << "\n" << d.out;
+        EXPECT_NE(d.out.find(std::string(f) + ": line "), std::string::npos) << d.out;
+        EXPECT_NE(d.out.find("not a capture of LD_DEBUG=libs,files"), std::string::npos) << d.out;
+    }
+    EXPECT_EQ(diff_run(t, "--replay nothere.log").status, 3);
+    EXPECT_EQ(diff_run(t, "--diff").status, 2) << "no command";
+    EXPECT_EQ(diff_run(t, "--diff -- /nonexistent/program").status, 125);
+}

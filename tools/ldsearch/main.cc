@@ -4,6 +4,7 @@
 #include "loader/dep_tree.h"
 #include "loader/engine.h"
 #include "loader/why.h"
+#include "diff.h"
 #include "report.h"
 
 #include <sys/stat.h>
@@ -37,6 +38,8 @@ running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
 and applied as the loader would apply them for PROGRAM.
 
        ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
+       ldsearch --diff [--keep] -- COMMAND [ARG]...
+       ldsearch --replay LOG...
 Modes (the first argument; "ldsearch -- tree" means a program named tree):
   tree                   the dependency tree instead: every DT_NEEDED entry,
                          the file it resolved to and how it was found (RPATH
@@ -53,6 +56,18 @@ Modes (the first argument; "ldsearch -- tree" means a program named tree):
                          the one startup makes for NAME; with --from OBJECT,
                          or for a name nothing needs, a dlopen from OBJECT
                          (default: PROGRAM).  Exit status 0 if found, 1 if not
+
+Checking ldsearch against the real loader:
+  --diff -- COMMAND      run COMMAND with LD_DEBUG=libs,files written through
+                         LD_DEBUG_OUTPUT (its own output is untouched; child
+                         processes are covered), then replay every search of
+                         every process -- startup, and each dlopen from the
+                         object the loader attributed it to -- and print a
+                         unified diff per differing search, or "N searches in
+                         M processes: all identical".  Each process is modelled
+                         with ldsearch's environment.  --keep keeps the capture
+  --replay LOG...        the same on LD_DEBUG_OUTPUT files captured earlier
+                         (with LD_DEBUG=libs,files)
 
 Output:
   --json                 one JSON document instead of text (schema:
@@ -109,7 +124,8 @@ Modelling the process:
   -h, --help             show this help and exit
   -V, --version          show the version and exit
 
-Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail
+Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail,
+or (--diff, --replay) a search differs; 125 --diff could not run COMMAND
 (glibc's message is printed on stderr); 2 usage error; 3 PROGRAM cannot be read
 or is not an ELF program for this loader; 4 the loader's configuration could
 not be read.
@@ -266,6 +282,22 @@ int main(int argc, char** argv) {
     JsonOut json;
     std::string color = "auto";
     int first = 1;
+    if (argc > 1 && (std::strcmp(argv[1], "--diff") == 0 || std::strcmp(argv[1], "--replay") == 0)) {
+        bool diff = std::strcmp(argv[1], "--diff") == 0, keep = false;
+        std::vector<std::string> rest;
+        int i = 2;
+        for (; i < argc && diff; ++i) {
+            if (std::strcmp(argv[i], "--") == 0) {
+                ++i;
+                break;
+            }
+            if (std::strcmp(argv[i], "--keep") == 0) keep = true;
+            else usage_error(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] -- COMMAND)");
+        }
+        for (; i < argc; ++i) rest.emplace_back(argv[i]);
+        if (rest.empty()) usage_error(diff ? "--diff: missing COMMAND after --" : "--replay: missing LOG");
+        return diff ? ldsearch::diff_command(rest, keep) : ldsearch::replay_logs(rest);
+    }
     if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {
         mode = Mode::tree;
         first = 2;

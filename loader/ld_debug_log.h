@@ -1,0 +1,48 @@
+// A parser for the loader's own debug output (LD_DEBUG=libs,files written
+// through LD_DEBUG_OUTPUT, one file per process): for each program a process
+// ran (exec keeps the file), the search lines of its startup and of each
+// later lookup, with the object that asked (from "needed by" / "dynamically
+// loaded by").  Pure: text in, structure or a located error out; never
+// trusts the input (it is also a fuzz target).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ldshim::loader {
+
+struct LoggedLookup {
+    std::string name;                 // what was looked up
+    std::string requester;            // "needed by X" / "dynamically loaded by X"
+    bool dynamic = false;             // dlopen (dynamically loaded) rather than DT_NEEDED
+    unsigned long ns = 0;             // link-map namespace
+    std::vector<std::string> lines;   // its search lines, in order (may be empty)
+};
+
+struct LoggedProgram {
+    std::string argv0;                      // as the loader names it ("initialize program:")
+    std::vector<LoggedLookup> startup;      // before "transferring control"
+    std::vector<LoggedLookup> later;        // after it: dlopen and their dependencies
+};
+
+struct LoggedProcess {
+    long pid = 0;
+    std::vector<long> forked;  // children that wrote into this file (fork without exec)
+    std::vector<LoggedProgram> programs;  // one per exec
+};
+
+struct LogParse {
+    std::optional<LoggedProcess> process;
+    std::string error;  // "line N: why" when the text is not such a log
+};
+
+// Parses one LD_DEBUG_OUTPUT file.  Lines of other debug categories are
+// ignored; lines that are not "PID:<TAB>payload", or search lines outside a
+// lookup, are errors.  Lines of forked children (other ids) are taken as
+// the same timeline.
+LogParse parse_ld_debug_log(std::string_view text);
+
+}  // namespace ldshim::loader

@@ -1,0 +1,263 @@
+#include "diff.h"
+
+#include "loader/engine.h"
+#include "loader/ld_debug_log.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace ldshim::loader;
+
+namespace ldsearch {
+
+namespace {
+
+constexpr int kSame = 0, kDiffer = 1, kBadCapture = 3, kCannotRun = 125;
+
+std::vector<std::string> split_searches_lines(const std::vector<std::string>& lines,
+                                              std::vector<std::vector<std::string>>& out) {
+    for (const auto& l : lines) {
+        if (l.rfind("find library=", 0) == 0 || out.empty()) out.emplace_back();
+        out.back().push_back(l);
+    }
+    return {};
+}
+
+// A unified diff of two short line lists (LCS; searches are a few hundred
+// lines at most).
+std::string unified(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::size_t n = a.size(), m = b.size();
+    std::vector<std::vector<unsigned>> lcs(n + 1, std::vector<unsigned>(m + 1, 0));
+    for (std::size_t i = n; i-- > 0;)
+        for (std::size_t j = m; j-- > 0;)
+            lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    std::string out = "@@ -1," + std::to_string(n) + " +1," + std::to_string(m) + " @@\n";
+    std::size_t i = 0, j = 0;
+    while (i < n || j < m) {
+        if (i < n && j < m && a[i] == b[j]) {
+            out += " " + a[i++] + "\n";
+            ++j;
+        } else if (j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j])) {
+            out += "+" + b[j++] + "\n";
+        } else {
+            out += "-" + a[i++] + "\n";
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> search_lines(const std::vector<TraceEvent>& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events)
+        if (auto p = ld_debug_payload(e); p && is_search_line(*p)) out.push_back(*p);
+    return out;
+}
+
+struct Totals {
+    std::size_t searches = 0, different = 0, processes = 0, skipped = 0;
+};
+
+// Compares the loader's searches with the engine's, search by search.
+void compare(const std::string& what, const std::vector<std::string>& real, const std::vector<std::string>& emu,
+             Totals& t) {
+    std::vector<std::vector<std::string>> a, b;
+    split_searches_lines(real, a);
+    split_searches_lines(emu, b);
+    t.searches += a.size();
+    if (a.size() != b.size()) {
+        ++t.different;
+        std::printf("--- loader: %s\n+++ ldsearch\n%s", what.c_str(), unified(real, emu).c_str());
+        return;
+    }
+    for (std::size_t k = 0; k < a.size(); ++k)
+        if (a[k] != b[k]) {
+            ++t.different;
+            std::printf("--- loader: %s, search %zu\n+++ ldsearch\n%s", what.c_str(), k + 1, unified(a[k], b[k]).c_str());
+        }
+}
+
+std::string locate(const std::string& argv0) {
+    if (argv0.find('/') != std::string::npos) return argv0;
+    const char* path = std::getenv("PATH");
+    for (auto d : split_path(path ? path : "/usr/bin:/bin", ":")) {
+        std::string cand = (d.empty() ? std::string(".") : std::string(d)) + "/" + argv0;
+        if (access(cand.c_str(), X_OK) == 0) return cand;
+    }
+    return {};
+}
+
+// Replays one program of one process.
+void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
+    std::string path = locate(prog.argv0);
+    RealFs fs;
+    auto img = path.empty() ? OpenResult{} : fs.open(path);
+    FactsResult facts;
+    if (img.image) facts = read_facts(*img.image);
+    if (!img.image || !facts.ok || !facts.facts.interp) {
+        std::fprintf(stderr, "ldsearch: process %ld: cannot find program '%s' to replay it; skipped\n", pid,
+                     prog.argv0.c_str());
+        ++t.skipped;
+        return;
+    }
+    std::string err;
+    auto cfg = query_loader_cached(*facts.facts.interp, default_cache_dir(), &err);
+    if (!cfg) {
+        std::fprintf(stderr, "ldsearch: process %ld: %s; skipped\n", pid, err.c_str());
+        ++t.skipped;
+        return;
+    }
+    LdCache cache = LdCache::load(fs, cfg->cache_path);
+    EngineOptions opts;
+    opts.argv0 = prog.argv0;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+        opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getgid());
+    if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
+    // Preloads are the program's lookups that its DT_NEEDED does not name
+    // (LD_PRELOAD, then /etc/ld.so.preload, which the engine reads itself).
+    opts.preload_file.reset();
+    for (const auto& l : prog.startup) {
+        if (l.requester != prog.argv0) continue;
+        const auto& needed = facts.facts.needed;
+        if (std::find(needed.begin(), needed.end(), l.name) == needed.end())
+            opts.preload += (opts.preload.empty() ? "" : ":") + l.name;
+    }
+    TraceRecorder rec;
+    Engine engine(std::move(*cfg), fs, cache, &rec, opts);
+    engine.start(path);
+    std::vector<std::string> real;
+    for (const auto& l : prog.startup) real.insert(real.end(), l.lines.begin(), l.lines.end());
+    std::string head = "process " + std::to_string(pid) + " (" + prog.argv0 + ")";
+    compare(head + ", startup", real, search_lines(rec.events), t);
+    // Each dlopen with the lookups of its dependencies.
+    for (std::size_t i = 0; i < prog.later.size();) {
+        const LoggedLookup& d = prog.later[i];
+        std::vector<std::string> lines = d.lines;
+        std::size_t j = i + 1;
+        for (; j < prog.later.size() && !prog.later[j].dynamic; ++j)
+            lines.insert(lines.end(), prog.later[j].lines.begin(), prog.later[j].lines.end());
+        std::string what = head + ", dlopen(\"" + d.name + "\") from " + d.requester;
+        if (!d.dynamic || d.ns != 0) {
+            if (!lines.empty()) {
+                std::fprintf(stderr, "ldsearch: %s: %s; skipped\n", what.c_str(),
+                             d.ns != 0 ? "another namespace" : "not attributed to a dlopen");
+                ++t.skipped;
+            }
+            i = j;
+            continue;
+        }
+        int caller = d.requester == prog.argv0 ? engine.main_object() : engine.find_object(d.requester);
+        if (caller < 0) {
+            std::fprintf(stderr, "ldsearch: %s: the caller is not an object ldsearch knows; skipped\n", what.c_str());
+            ++t.skipped;
+            i = j;
+            continue;
+        }
+        rec.events.clear();
+        DlopenRequest req;
+        req.caller = caller;
+        req.name = d.name;
+        engine.dlopen(req);
+        compare(what, lines, search_lines(rec.events), t);
+        i = j;
+    }
+}
+
+int replay_files(const std::vector<std::string>& files, Totals& t) {
+    for (const auto& f : files) {
+        std::ifstream in(f, std::ios::binary);
+        if (!in) {
+            std::fprintf(stderr, "ldsearch: %s: %s\n", f.c_str(), std::strerror(errno));
+            return kBadCapture;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        LogParse p = parse_ld_debug_log(ss.str());
+        if (!p.process) {
+            std::fprintf(stderr, "ldsearch: %s: %s: not a capture of LD_DEBUG=libs,files\n", f.c_str(), p.error.c_str());
+            return kBadCapture;
+        }
+        t.processes += 1 + p.process->forked.size();
+        for (const auto& prog : p.process->programs) replay_program(p.process->pid, prog, t);
+    }
+    return kSame;
+}
+
+int summary(const Totals& t) {
+    std::string skipped = t.skipped ? " (" + std::to_string(t.skipped) + " skipped, see above)" : "";
+    const char* procs = t.processes == 1 ? "process" : "processes";
+    if (t.different == 0) {
+        std::printf("%zu searches in %zu %s: all identical%s\n", t.searches, t.processes, procs, skipped.c_str());
+        return kSame;
+    }
+    std::printf("%zu of %zu searches in %zu %s differ%s\n", t.different, t.searches, t.processes, procs, skipped.c_str());
+    return kDiffer;
+}
+
+}  // namespace
+
+int replay_logs(const std::vector<std::string>& logs) {
+    Totals t;
+    if (int rc = replay_files(logs, t)) return rc;
+    return summary(t);
+}
+
+int diff_command(const std::vector<std::string>& command, bool keep) {
+    char tmpl[] = "/tmp/ldsearch-diff-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+        std::fprintf(stderr, "ldsearch: cannot create a capture directory: %s\n", std::strerror(errno));
+        return kCannotRun;
+    }
+    std::string dir = tmpl;
+    pid_t pid = fork();
+    if (pid < 0) {
+        std::fprintf(stderr, "ldsearch: fork: %s\n", std::strerror(errno));
+        return kCannotRun;
+    }
+    if (pid == 0) {
+        setenv("LD_DEBUG", "libs,files", 1);
+        setenv("LD_DEBUG_OUTPUT", (dir + "/ld").c_str(), 1);
+        std::vector<char*> argv;
+        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "ldsearch: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+        rmdir(dir.c_str());
+        return kCannotRun;
+    }
+    std::vector<std::string> logs;
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d))
+            if (std::strncmp(e->d_name, "ld.", 3) == 0) logs.push_back(dir + "/" + e->d_name);
+        closedir(d);
+    }
+    std::sort(logs.begin(), logs.end());
+    Totals t;
+    int rc = replay_files(logs, t);
+    if (rc == kSame) rc = summary(t);
+    if (keep) {
+        std::fprintf(stderr, "ldsearch: capture kept in %s\n", dir.c_str());
+    } else {
+        for (const auto& l : logs) unlink(l.c_str());
+        rmdir(dir.c_str());
+    }
+    return rc;
+}
+
+}  // namespace ldsearch
