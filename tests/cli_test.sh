@@ -36,5 +36,26 @@ check dlopen_found 0 "$LDSEARCH" --dlopen libz.so.1 /bin/true
 tail -1 "$tmp/out" | grep -q 'libz.so.1$' || { fail=$((fail+1)); echo "FAIL dlopen_found result"; }
 check env_option 2 "$LDSEARCH" --env PATH=/x /bin/true
 check path_lookup 0 "$LDSEARCH" true
+# The modes and options of issue 7.
+check tree_mode 0 "$LDSEARCH" tree /bin/true
+grep -q 'libc.so.6 => .*\[ld.so.cache\]' "$tmp/out" || { fail=$((fail+1)); echo "FAIL tree output"; }
+check tree_json 0 "$LDSEARCH" tree --json /bin/true
+check why_found 0 "$LDSEARCH" why libc.so.6 /bin/true
+grep -q '^verdict: libc.so.6: ' "$tmp/out" || { fail=$((fail+1)); echo "FAIL why verdict"; }
+check why_missing 1 "$LDSEARCH" why libnothere.so /bin/true
+check why_no_name 2 "$LDSEARCH" why
+check bad_color 2 "$LDSEARCH" tree --color=sometimes /bin/true
+check root_not_dir 3 "$LDSEARCH" --root /nonexistent /bin/true
+check bad_hwcaps 2 "$LDSEARCH" --hwcaps a/b /bin/true
+check diff_true 0 "$LDSEARCH" --diff -- true
+grep -q 'all identical$' "$tmp/out" || { fail=$((fail+1)); echo "FAIL diff summary"; }
+check diff_no_command 2 "$LDSEARCH" --diff --
+check replay_missing 3 "$LDSEARCH" --replay "$tmp/nothere"
+# The man page renders without warnings; the completion loads.
+src=$(dirname "$0")/../tools/ldsearch
+if command -v groff >/dev/null 2>&1; then
+    check man_page 0 sh -c "groff -man -Tutf8 -ww -z '$src/ldsearch.1' 2>&1 | (! grep .)"
+fi
+check completion 0 bash -c ". /usr/share/bash-completion/bash_completion 2>/dev/null; . '$src/ldsearch.bash' && complete -p ldsearch"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <set>
+#include <unistd.h>
 #include <sstream>
 
 using namespace ldshim::difftest;
@@ -60,7 +61,10 @@ void collect(const json& n, Resolved& r, bool root) {
 // Validates a document with python3-jsonschema; returns "" or the complaint.
 std::string schema_problem(const std::string& doc_path) {
     std::string out = doc_path + ".schema";
-    int rc = sh("python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+    // Debian's python3 (scripts/setup.sh installs python3-jsonschema for it),
+    // whatever else PATH offers first.
+    std::string py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    int rc = sh(py + " -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
                 "json.load(open(sys.argv[2])))' " +
                 quote(doc_path) + " " + quote(kSchema) + " > " + quote(out) + " 2>&1");
     return rc == 0 ? "" : read_file(out);
@@ -485,6 +489,14 @@ TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
     EXPECT_NE(changed.find("+ search path=" + t.abs("other")), std::string::npos) << changed;
     EXPECT_NE(changed.find("differ"), std::string::npos) << changed;
     EXPECT_EQ(changed.substr(changed.size() - 2), "1\n") << "exit status 1 on a difference";
+    // The same as JSON, checked against the schema.
+    sh("cd " + quote(t.root()) + " && LD_LIBRARY_PATH=" + quote(t.abs("other")) + " " + quote(kLdsearch) +
+       " --replay --json " + dir + "/ld.* > changed.json 2>/dev/null");
+    EXPECT_EQ(schema_problem(t.abs("changed.json")), "") << read_file(t.abs("changed.json"));
+    json j = json::parse(read_file(t.abs("changed.json")), nullptr, false);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_GE(j["different"].get<int>(), 1);
+    EXPECT_EQ(j["exit_status"], 1);
     sh("rm -rf " + quote(dir));
 }
 

@@ -3,6 +3,8 @@
 #include "loader/engine.h"
 #include "loader/ld_debug_log.h"
 
+#include <nlohmann/json.hpp>
+
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -65,7 +67,25 @@ std::vector<std::string> search_lines(const std::vector<TraceEvent>& events) {
 
 struct Totals {
     std::size_t searches = 0, different = 0, processes = 0, skipped = 0;
+    bool json = false;
+    nlohmann::json differences = nlohmann::json::array();
+    std::vector<std::string> notes;  // what was skipped, and why
 };
+
+void report(Totals& t, const std::string& what, const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    ++t.different;
+    if (t.json) {
+        t.differences.push_back({{"where", what}, {"loader", a}, {"ldsearch", b}});
+        return;
+    }
+    std::printf("--- loader: %s\n+++ ldsearch\n%s", what.c_str(), unified(a, b).c_str());
+}
+
+void skip(Totals& t, const std::string& why) {
+    ++t.skipped;
+    t.notes.push_back(why);
+    if (!t.json) std::fprintf(stderr, "ldsearch: %s; skipped\n", why.c_str());
+}
 
 // Compares the loader's searches with the engine's, search by search.
 void compare(const std::string& what, const std::vector<std::string>& real, const std::vector<std::string>& emu,
@@ -75,15 +95,11 @@ void compare(const std::string& what, const std::vector<std::string>& real, cons
     split_searches_lines(emu, b);
     t.searches += a.size();
     if (a.size() != b.size()) {
-        ++t.different;
-        std::printf("--- loader: %s\n+++ ldsearch\n%s", what.c_str(), unified(real, emu).c_str());
+        report(t, what, real, emu);
         return;
     }
     for (std::size_t k = 0; k < a.size(); ++k)
-        if (a[k] != b[k]) {
-            ++t.different;
-            std::printf("--- loader: %s, search %zu\n+++ ldsearch\n%s", what.c_str(), k + 1, unified(a[k], b[k]).c_str());
-        }
+        if (a[k] != b[k]) report(t, what + ", search " + std::to_string(k + 1), a[k], b[k]);
 }
 
 std::string locate(const std::string& argv0) {
@@ -104,16 +120,13 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
     FactsResult facts;
     if (img.image) facts = read_facts(*img.image);
     if (!img.image || !facts.ok || !facts.facts.interp) {
-        std::fprintf(stderr, "ldsearch: process %ld: cannot find program '%s' to replay it; skipped\n", pid,
-                     prog.argv0.c_str());
-        ++t.skipped;
+        skip(t, "process " + std::to_string(pid) + ": cannot find program '" + prog.argv0 + "' to replay it");
         return;
     }
     std::string err;
     auto cfg = query_loader_cached(*facts.facts.interp, default_cache_dir(), &err);
     if (!cfg) {
-        std::fprintf(stderr, "ldsearch: process %ld: %s; skipped\n", pid, err.c_str());
-        ++t.skipped;
+        skip(t, "process " + std::to_string(pid) + ": " + err);
         return;
     }
     LdCache cache = LdCache::load(fs, cfg->cache_path);
@@ -148,18 +161,13 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
             lines.insert(lines.end(), prog.later[j].lines.begin(), prog.later[j].lines.end());
         std::string what = head + ", dlopen(\"" + d.name + "\") from " + d.requester;
         if (!d.dynamic || d.ns != 0) {
-            if (!lines.empty()) {
-                std::fprintf(stderr, "ldsearch: %s: %s; skipped\n", what.c_str(),
-                             d.ns != 0 ? "another namespace" : "not attributed to a dlopen");
-                ++t.skipped;
-            }
+            if (!lines.empty()) skip(t, what + ": " + (d.ns != 0 ? "another namespace" : "not attributed to a dlopen"));
             i = j;
             continue;
         }
         int caller = d.requester == prog.argv0 ? engine.main_object() : engine.find_object(d.requester);
         if (caller < 0) {
-            std::fprintf(stderr, "ldsearch: %s: the caller is not an object ldsearch knows; skipped\n", what.c_str());
-            ++t.skipped;
+            skip(t, what + ": the caller is not an object ldsearch knows");
             i = j;
             continue;
         }
@@ -194,6 +202,17 @@ int replay_files(const std::vector<std::string>& files, Totals& t) {
 }
 
 int summary(const Totals& t) {
+    if (t.json) {
+        nlohmann::json doc = {{"mode", "diff"},
+                              {"processes", t.processes},
+                              {"compared", t.searches},
+                              {"different", t.different},
+                              {"skipped", t.notes},
+                              {"differences", t.differences},
+                              {"exit_status", t.different ? kDiffer : kSame}};
+        std::printf("%s\n", doc.dump(2).c_str());
+        return t.different ? kDiffer : kSame;
+    }
     std::string skipped = t.skipped ? " (" + std::to_string(t.skipped) + " skipped, see above)" : "";
     const char* procs = t.processes == 1 ? "process" : "processes";
     if (t.different == 0) {
@@ -206,13 +225,14 @@ int summary(const Totals& t) {
 
 }  // namespace
 
-int replay_logs(const std::vector<std::string>& logs) {
+int replay_logs(const std::vector<std::string>& logs, bool json) {
     Totals t;
+    t.json = json;
     if (int rc = replay_files(logs, t)) return rc;
     return summary(t);
 }
 
-int diff_command(const std::vector<std::string>& command, bool keep) {
+int diff_command(const std::vector<std::string>& command, bool keep, bool json) {
     char tmpl[] = "/tmp/ldsearch-diff-XXXXXX";
     if (!mkdtemp(tmpl)) {
         std::fprintf(stderr, "ldsearch: cannot create a capture directory: %s\n", std::strerror(errno));
@@ -249,6 +269,7 @@ int diff_command(const std::vector<std::string>& command, bool keep) {
     }
     std::sort(logs.begin(), logs.end());
     Totals t;
+    t.json = json;
     int rc = replay_files(logs, t);
     if (rc == kSame) rc = summary(t);
     if (keep) {

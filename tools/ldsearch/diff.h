@@ -11,7 +11,9 @@ namespace ldsearch {
 
 // Returns the exit status: 0 all identical, 1 differences, 3 unusable
 // capture, 125 the command could not be run.
-int diff_command(const std::vector<std::string>& command, bool keep);
-int replay_logs(const std::vector<std::string>& logs);
+// With `json`, one JSON document (docs/ldsearch.schema.json, mode "diff")
+// replaces the text.
+int diff_command(const std::vector<std::string>& command, bool keep, bool json);
+int replay_logs(const std::vector<std::string>& logs, bool json);
 
 }  // namespace ldsearch

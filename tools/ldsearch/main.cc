@@ -38,8 +38,8 @@ running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
 and applied as the loader would apply them for PROGRAM.
 
        ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
-       ldsearch --diff [--keep] -- COMMAND [ARG]...
-       ldsearch --replay LOG...
+       ldsearch --diff [--keep] [--json] -- COMMAND [ARG]...
+       ldsearch --replay [--json] LOG...
 Modes (the first argument; "ldsearch -- tree" means a program named tree):
   tree                   the dependency tree instead: every DT_NEEDED entry,
                          the file it resolved to and how it was found (RPATH
@@ -283,20 +283,25 @@ int main(int argc, char** argv) {
     std::string color = "auto";
     int first = 1;
     if (argc > 1 && (std::strcmp(argv[1], "--diff") == 0 || std::strcmp(argv[1], "--replay") == 0)) {
-        bool diff = std::strcmp(argv[1], "--diff") == 0, keep = false;
+        bool diff = std::strcmp(argv[1], "--diff") == 0, keep = false, as_json = false;
         std::vector<std::string> rest;
         int i = 2;
-        for (; i < argc && diff; ++i) {
+        for (; i < argc; ++i) {
+            if (std::strcmp(argv[i], "--json") == 0) {
+                as_json = true;
+                continue;
+            }
+            if (!diff) break;
             if (std::strcmp(argv[i], "--") == 0) {
                 ++i;
                 break;
             }
             if (std::strcmp(argv[i], "--keep") == 0) keep = true;
-            else usage_error(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] -- COMMAND)");
+            else usage_error(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] [--json] -- COMMAND)");
         }
         for (; i < argc; ++i) rest.emplace_back(argv[i]);
         if (rest.empty()) usage_error(diff ? "--diff: missing COMMAND after --" : "--replay: missing LOG");
-        return diff ? ldsearch::diff_command(rest, keep) : ldsearch::replay_logs(rest);
+        return diff ? ldsearch::diff_command(rest, keep, as_json) : ldsearch::replay_logs(rest, as_json);
     }
     if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {
         mode = Mode::tree;
