@@ -8,11 +8,14 @@ cd "$(dirname "$0")/.."
 status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 # The registry's concurrency tests again, under ThreadSanitizer.
-echo "== ThreadSanitizer: memtype concurrency tests"
+echo "== ThreadSanitizer: memtype and hooks concurrency tests"
 ./scripts/tsan.sh || status=$?
 # Everything that runs inside instrumented processes, under ASan+UBSan+LSan.
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites"
 ./scripts/asan.sh || status=$?
+# Each libFuzzer target for 30 seconds (longer runs: scripts/fuzz.sh 300).
+echo "== libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser"
+./scripts/fuzz.sh 30 || status=$?
 python3 - build/meson-logs/testlog.junit.xml <<'PY' || true
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
