@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstring>
@@ -128,7 +129,25 @@ void write_grouped(SlotWriter& writer, const std::vector<std::size_t>& which, Ge
 }  // namespace
 
 Engine& Engine::instance() {
-    static Engine* e = new Engine;  // never destroyed: hooks outlive static destructors
+    static Engine* e = [] {
+        auto* en = new Engine;  // never destroyed: hooks outlive static destructors
+        // fork() while a pass runs must not leave the child with the pass's
+        // locks held: taken in the pass's order, released on both sides.
+        pthread_atfork(
+            [] {
+                instance().mu_.lock();
+                OpLog::global().fork_prepare();
+            },
+            [] {
+                OpLog::global().fork_release();
+                instance().mu_.unlock();
+            },
+            [] {
+                OpLog::global().fork_release();
+                instance().mu_.unlock();
+            });
+        return en;
+    }();
     return *e;
 }
 

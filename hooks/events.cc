@@ -3,6 +3,7 @@
 #include "ldshim.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cstring>
 #include <mutex>
@@ -27,6 +28,10 @@ struct Slot {
 };
 Slot g_subs[kMaxSubscribers];
 std::mutex g_subs_mu;
+// A child forked during (un)subscribe must not inherit the lock held.
+[[gnu::constructor]] void register_subs_fork_handler() {
+    pthread_atfork([] { g_subs_mu.lock(); }, [] { g_subs_mu.unlock(); }, [] { g_subs_mu.unlock(); });
+}
 
 void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintptr_t base, std::size_t length,
             const char* fn) {

@@ -1,5 +1,7 @@
 #include "loader/live.h"
 
+#include <pthread.h>
+
 #include <link.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
@@ -79,7 +81,14 @@ std::string argv0() {
 LiveProcess& LiveProcess::instance() {
     // Never destroyed: dlopen may be called from other threads during exit.
     alignas(LiveProcess) static unsigned char storage[sizeof(LiveProcess)];
-    static LiveProcess* p = new (storage) LiveProcess();
+    static LiveProcess* p = [] {
+        auto* lp = new (storage) LiveProcess();
+        // A child forked while another thread resolves must not inherit the
+        // model's lock held.
+        pthread_atfork([] { instance().fork_prepare(); }, [] { instance().fork_release(); },
+                       [] { instance().fork_release(); });
+        return lp;
+    }();
     return *p;
 }
 

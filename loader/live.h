@@ -44,6 +44,10 @@ public:
     // next call sees the new objects (also caught by the counters).
     void note_changed();
 
+    // fork(): see instance().
+    void fork_prepare() { mu_.lock(); }
+    void fork_release() { mu_.unlock(); }
+
 private:
     LiveProcess();
     void sync_locked();

@@ -1,5 +1,7 @@
 #include "memtype/registry.h"
 
+#include <pthread.h>
+
 #include "memtype/epoch.h"
 
 #include <algorithm>
@@ -56,7 +58,14 @@ Registry& Registry::global() {
     // Never destroyed: hooks may look up and update from any thread until the
     // process is gone, after static destructors have run.
     alignas(Registry) static unsigned char storage[sizeof(Registry)];
-    static Registry* r = new (storage) Registry();
+    static Registry* r = [] {
+        auto* g = new (storage) Registry();
+        // A thread forking while another inserts must not leave the child a
+        // writer lock that nobody will release.
+        pthread_atfork([] { global().fork_prepare(); }, [] { global().fork_release(); },
+                       [] { global().fork_release(); });
+        return g;
+    }();
     return *r;
 }
 

@@ -59,6 +59,11 @@ public:
     // the returned entry or gap (crosses into another one).
     inline Info lookup(std::uintptr_t p, std::size_t length, bool* spans) const noexcept;
 
+    // fork(): the writer lock is taken before and released after, in both
+    // processes, so a child never inherits it held (registered for global()).
+    void fork_prepare() { write_mu_.lock(); }
+    void fork_release() { write_mu_.unlock(); }
+
     std::size_t size() const noexcept;          // number of ranges
     std::size_t memory_bytes() const noexcept;  // bytes held by the current snapshot
     std::vector<Info> entries() const;          // a copy, in address order
