@@ -276,6 +276,25 @@ void Tree::set_flags1(const std::string& rel, unsigned long long bits) {
     if (!done) throw std::runtime_error("no DT_FLAGS_1 in " + rel + " (link it as PIE)");
 }
 
+void Tree::set_dyn(const std::string& rel, long long tag, unsigned long long value) {
+    std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
+    bool done = for_each_dyn(f, [&](Elf64_Dyn& d, std::uint64_t off) {
+        if (d.d_tag != tag) return false;
+        d.d_un.d_val = value;
+        f.seekp(static_cast<std::streamoff>(off));
+        f.write(reinterpret_cast<const char*>(&d), sizeof d);
+        return true;
+    });
+    if (!done) throw std::runtime_error("no dynamic tag " + std::to_string(tag) + " in " + rel);
+}
+
+void Tree::overwrite(const std::string& rel, std::uint64_t offset, const void* bytes, std::size_t n) {
+    std::fstream f(abs(rel), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(n));
+    if (!f) throw std::runtime_error("cannot patch " + rel);
+}
+
 Capture Tree::real(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
                const std::string& prefix) const {
     std::string out = abs(".out/real");

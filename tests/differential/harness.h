@@ -3,6 +3,7 @@
 // compares the two.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,9 @@ public:
     // DT_SONAME string into a DT_RUNPATH one, to get both RPATH and RUNPATH).
     void retag(const std::string& rel, long long from, long long to);
     void patchelf(const std::vector<std::string>& args);
+    // Set the value of the first dynamic entry tagged `tag`; write raw bytes.
+    void set_dyn(const std::string& rel, long long tag, unsigned long long value);
+    void overwrite(const std::string& rel, std::uint64_t offset, const void* bytes, std::size_t n);
     // The Julia-shaped layout of the resolver and repro tests: bin/prog
     // (RPATH $ORIGIN/../lib unless `exe` says otherwise) needs
     // lib/libjulia.so.1, whose helper_dlopen is the dlopen caller.

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -146,10 +147,11 @@ struct Op {
 // The JSON document of a run (plain or tree mode), printed once at the end.
 struct JsonOut {
     bool on = false;
+    int indent = 2;  // -1: compact (a very deep tree would be quadratic in indentation)
     nlohmann::json doc;
     int print(int status) {
         doc["exit_status"] = status;
-        std::printf("%s\n", doc.dump(2).c_str());
+        std::printf("%s\n", doc.dump(indent).c_str());
         return status;
     }
 };
@@ -530,13 +532,16 @@ int main(int argc, char** argv) {
     if (mode == Mode::tree) {
         DepNode top = dependency_tree(engine);
         bool missing = false;
-        std::vector<const DepNode*> stack{&top};
+        std::size_t deepest = 0;
+        std::vector<std::pair<const DepNode*, std::size_t>> stack{{&top, 0}};
         while (!stack.empty()) {
-            const DepNode* n = stack.back();
+            auto [n, depth] = stack.back();
             stack.pop_back();
             missing = missing || n->how == DepNode::How::not_found;
-            for (const auto& c : n->children) stack.push_back(&c);
+            deepest = std::max(deepest, depth);
+            for (const auto& c : n->children) stack.emplace_back(&c, depth + 1);
         }
+        if (deepest > 64) json.indent = -1;
         if (json.on) {
             json.doc["tree"] = ldsearch::tree_json(engine, top, program);
             return json.print(missing ? kLoadFailed : kOk);

@@ -22,10 +22,15 @@ bool want_colors(const std::string& when, std::FILE* out) {
 
 namespace {
 
+// Past this depth the drawing stops indenting (a 10,000-deep chain would
+// otherwise print lines of 40,000 characters) and says the depth instead.
+constexpr std::size_t kMaxIndent = 64;
+
 void print_node(std::FILE* out, const Engine& e, const DepNode& n, const std::string& prefix, bool last,
-                const std::string& argv0, const Colors& c) {
+                const std::string& argv0, const Colors& c, std::size_t depth) {
     std::string branch = last ? "└── " : "├── ";
     std::fprintf(out, "%s%s", prefix.c_str(), branch.c_str());
+    if (depth > kMaxIndent) std::fprintf(out, "%s(depth %zu)%s ", c.dim(), depth, c.off());
     if (n.how == DepNode::How::not_found) {
         std::fprintf(out, "%s%s not found%s\n", c.bad(), n.name.c_str(), c.off());
     } else {
@@ -35,9 +40,9 @@ void print_node(std::FILE* out, const Engine& e, const DepNode& n, const std::st
         if (path != n.name) std::fprintf(out, " => %s%s%s", repeat ? c.dim() : c.path(), path.c_str(), c.off());
         std::fprintf(out, " %s[%s]%s\n", repeat ? c.dim() : c.how(), how_found(e, n).c_str(), c.off());
     }
-    std::string inner = prefix + (last ? "    " : "│   ");
+    std::string inner = depth >= kMaxIndent ? prefix : prefix + (last ? "    " : "│   ");
     for (std::size_t i = 0; i < n.children.size(); ++i)
-        print_node(out, e, n.children[i], inner, i + 1 == n.children.size(), argv0, c);
+        print_node(out, e, n.children[i], inner, i + 1 == n.children.size(), argv0, c, depth + 1);
 }
 
 json node_json(const Engine& e, const DepNode& n, const std::string& argv0) {
@@ -74,7 +79,7 @@ const char* label_key(Label l) {
 void print_tree(std::FILE* out, const Engine& e, const DepNode& root, const std::string& argv0, const Colors& c) {
     std::fprintf(out, "%s%s%s\n", c.name(), argv0.c_str(), c.off());
     for (std::size_t i = 0; i < root.children.size(); ++i)
-        print_node(out, e, root.children[i], "", i + 1 == root.children.size(), argv0, c);
+        print_node(out, e, root.children[i], "", i + 1 == root.children.size(), argv0, c, 1);
 }
 
 json tree_json(const Engine& e, const DepNode& root, const std::string& argv0) {
