@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <span>
+#include <sstream>
 
 using namespace ldshim::difftest;
 
@@ -235,4 +237,42 @@ TEST(Hostile, corrupted_ld_so_cache_through_cache_and_root) {
     sh("cp " + quote(t.abs("main")) + " " + quote(t.abs("root/bin/main")));
     Outcome r = ldsearch(t, "--root root /bin/main");
     sane(r, "--root with a corrupted cache");
+}
+
+// The same kind of files through the runtime resolver, in process:
+// ldshim_resolve must answer what the real dlopen does, without crashing.
+TEST(Hostile, the_runtime_resolver_agrees_with_dlopen_on_bad_files) {
+    Tree t;
+    t.mkdir("d%s%n");
+    std::string d = "d%s%n/";
+    t.symlink("libL.so", d + "libL.so");
+    t.mkdir(d + "libDir.so");
+    t.lib(d + "libOK.so", {.soname = "libOK.so"});
+    std::string ok = read_all(t.abs(d + "libOK.so"));
+    t.write(d + "libT.so", ok.substr(0, 100));        // truncated
+    t.write(d + "libE.so", std::string(64, '\x7f'));  // not ELF
+    t.lib(d + "libS.so", {.soname = "libS.so"});
+    t.set_dyn(d + "libS.so", DT_SONAME, 0xffffffffull);  // string offset out of range
+    std::string probe = t.abs("probe");
+    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -L" +
+                 quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,-rpath," + quote(t.abs(d) + ":" + LDSHIM_LIBDIR)),
+              0);
+    std::string longname(4000, 'q');
+    int rc = sh("cd " + quote(t.root()) + " && (ulimit -v 2097152; timeout 60 " + quote(probe) +
+                " libL.so libDir.so libT.so libE.so ?libS.so libOK.so " + longname + ".so libnothere.so) > out.txt 2>&1");
+    std::string out = read_file(t.abs("out.txt"));
+    ASSERT_EQ(rc, 0) << out;
+    std::map<std::string, std::string> mine, real;
+    std::istringstream in(out);
+    for (std::string who, name, what; in >> who;) {
+        if ((who == "ldshim" || who == "loader") && in >> name >> what) (who == "ldshim" ? mine : real)[name] = what;
+    }
+    // A DT_SONAME outside the string table: glibc maps the library and
+    // then crashes in the next dlopen that compares names (strcmp in
+    // _dl_map_object); ldshim refuses it.  Asked of ldshim only.
+    EXPECT_EQ(mine["libS.so"], "not-found") << out;
+    mine.erase("libS.so");
+    EXPECT_EQ(mine.size(), 7u) << out;
+    EXPECT_EQ(mine, real) << out;
+    EXPECT_EQ(real["libOK.so"], t.abs(d + "libOK.so")) << out;
 }

@@ -76,3 +76,39 @@ TEST(Secure, setuid_program_resolves_like_the_loader_and_ignores_the_environment
     EXPECT_EQ(answers(out2, "ldshim"), answers(out2, "loader")) << out2;
     EXPECT_EQ(answers(out2, "loader")["libA.so"], t.abs("bin/../lib/libA.so")) << out2;
 }
+
+// The preload's LDSHIM_* switches (debug output, the CUDA hooks, the hooks
+// log) must do nothing in a set-id process.  The preload is linked in as a
+// dependency here, since the loader would not preload it from the build tree.
+TEST(Secure, ldshim_variables_are_ignored_in_a_setuid_process) {
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: making a set-user-ID-root program needs root";
+    if (sh("command -v setpriv > /dev/null") != 0) GTEST_SKIP() << "SKIPPED: setpriv (util-linux) is missing";
+    Tree t;
+    ASSERT_EQ(chmod(t.root().c_str(), 0755), 0);
+    t.mkdir("bin");
+    t.mkdir("out");
+    chmod(t.abs("bin").c_str(), 0755);
+    ASSERT_EQ(chmod(t.abs("out").c_str(), 0777), 0);
+    std::string probe = t.abs("bin/probe");
+    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
+                 quote(LDSHIM_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_LIBDIR) +
+                 " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," + quote(LDSHIM_LIBDIR)),
+              0);
+    std::string vars = "LDSHIM_DEBUG=1 LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" + quote(t.abs("out/hooks.log"));
+    // Not set-id: the switches work (debug lines on stderr, a hooks log).
+    ASSERT_EQ(sh("cd / && env " + vars + " " + quote(probe) + " libz.so.1 > " + quote(t.abs("plain.out")) + " 2>&1"), 0)
+        << read_file(t.abs("plain.out"));
+    EXPECT_NE(read_file(t.abs("plain.out")).find("ldshim: dlopen(\"libz.so.1\")"), std::string::npos)
+        << read_file(t.abs("plain.out"));
+    EXPECT_EQ(sh("test -f " + quote(t.abs("out/hooks.log"))), 0) << "LDSHIM_HOOKS_LOG is written when not set-id";
+    sh("rm -f " + quote(t.abs("out/hooks.log")));
+    // Set-user-ID root, run by nobody: nothing.
+    ASSERT_EQ(sh("chown root:root " + quote(probe) + " && chmod 4755 " + quote(probe)), 0);
+    int rc = sh("cd / && setpriv --reuid=65534 --regid=65534 --clear-groups env " + vars + " " + quote(probe) +
+                " libz.so.1 > " + quote(t.abs("secure.out")) + " 2>&1");
+    std::string out = read_file(t.abs("secure.out"));
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("secure 1"), std::string::npos) << out;
+    EXPECT_EQ(out.find("ldshim: "), std::string::npos) << "LDSHIM_DEBUG must be ignored\n" << out;
+    EXPECT_NE(sh("test -e " + quote(t.abs("out/hooks.log"))), 0) << "LDSHIM_HOOKS_LOG must be ignored";
+}
