@@ -13,16 +13,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$LDSEARCH" /bin/true >/dev/null  # warm the loader-configuration cache
 
-mean_ms() { # JSON FILE, command index -> mean in ms
-    python3 -c "import json,sys; print('%.3f' % (json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean']*1000))" "$1" "$2"
-}
+. bench/hyperfine_lib.sh
 
 printf '%-22s %10s %10s %12s %10s %14s %12s\n' program ldsearch ld.so-list ldsearch-cold ldd "list/ldsearch" "ldd/ldsearch"
 for prog in "$@"; do
     [ -x "$prog" ] || { echo "bench: skipping $prog (not installed)" >&2; continue; }
     hyperfine -N --warmup 20 --runs 200 --export-json "$tmp/r.json" \
         "$LDSEARCH $prog" "$RTLD --list $prog" "$LDSEARCH --no-config-cache $prog" "ldd $prog" >/dev/null 2>&1
-    a=$(mean_ms "$tmp/r.json" 0); b=$(mean_ms "$tmp/r.json" 1); c=$(mean_ms "$tmp/r.json" 2); d=$(mean_ms "$tmp/r.json" 3)
-    printf '%-22s %8sms %8sms %10sms %8sms %13sx %11sx\n' "$prog" "$a" "$b" "$c" "$d" \
-        "$(python3 -c "print('%.2f' % ($b/$a))")" "$(python3 -c "print('%.2f' % ($d/$a))")"
+    read -r a b c d <<MEANS
+$(hyperfine_means "$tmp/r.json" 4)
+MEANS
+    printf '%-22s %8sms %8sms %10sms %8sms %13sx %11sx\n' "$prog" "$a" "$b" "$c" "$d" "$(ratio "$b" "$a")" "$(ratio "$d" "$a")"
 done

@@ -18,17 +18,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$LDSEARCH" /bin/true >/dev/null  # warm the loader-configuration cache
 
-mean_ms() { # JSON FILE, command index -> mean in ms
-    python3 -c "import json,sys; print('%.3f' % (json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean']*1000))" "$1" "$2"
-}
-ratio() { python3 -c "print('%.1f' % ($1/$2))"; }
+. bench/hyperfine_lib.sh
 
 printf '%-18s %10s %10s %10s %10s %9s %9s %12s\n' program tree ld.so-list ldd lddtree list/tree ldd/tree lddtree/tree
 for prog in "$@"; do
     [ -x "$prog" ] || { echo "bench: skipping $prog (not installed)" >&2; continue; }
     hyperfine -N --warmup 10 --runs 100 --export-json "$tmp/r.json" \
         "$LDSEARCH tree --color=never $prog" "$RTLD --list $prog" "ldd $prog" "$LDDTREE $prog" >/dev/null 2>&1
-    a=$(mean_ms "$tmp/r.json" 0); b=$(mean_ms "$tmp/r.json" 1); c=$(mean_ms "$tmp/r.json" 2); d=$(mean_ms "$tmp/r.json" 3)
+    read -r a b c d <<MEANS
+$(hyperfine_means "$tmp/r.json" 4)
+MEANS
     printf '%-18s %8sms %8sms %8sms %8sms %8sx %8sx %11sx\n' "$prog" "$a" "$b" "$c" "$d" \
-        "$(ratio "$b" "$a")" "$(ratio "$c" "$a")" "$(ratio "$d" "$a")"
+        "$(ratio "$b" "$a" 1)" "$(ratio "$c" "$a" 1)" "$(ratio "$d" "$a" 1)"
 done
