@@ -41,7 +41,8 @@ bool note_has_marker(std::uintptr_t p, std::size_t size) {
 
 }  // namespace
 
-ObjectImports::ObjectImports(const dl_phdr_info& info) : info_(info) {
+ObjectImports::ObjectImports(const dl_phdr_info& info)
+    : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {
     const ElfW(Phdr)* dynamic = nullptr;
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         const ElfW(Phdr)& ph = info.dlpi_phdr[i];
@@ -108,16 +109,6 @@ ObjectImports::ObjectImports(const dl_phdr_info& info) : info_(info) {
     }
 }
 
-bool ObjectImports::contains(std::uintptr_t addr, std::size_t len) const {
-    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
-        if (ph.p_type != PT_LOAD) continue;
-        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-        if (addr >= lo && addr <= hi && len <= hi - addr) return true;
-    }
-    return false;
-}
-
 bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
     static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
     bool writable = false;
@@ -132,15 +123,6 @@ bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
         }
     }
     return writable;
-}
-
-// glibc rewrites d_ptr values to run-time addresses when the dynamic
-// section is writable; a read-only one still holds link-time values.
-std::uintptr_t ObjectImports::pointer(std::uint64_t value, std::size_t len) const {
-    auto p = static_cast<std::uintptr_t>(value);
-    if (contains(p, len)) return p;
-    p += info_.dlpi_addr;
-    return contains(p, len) ? p : 0;
 }
 
 const char* ObjectImports::version_name(std::uint32_t sym) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "hooks/arch.h"
+#include "loader/loaded_extent.h"
 
 #include <link.h>
 
@@ -32,7 +33,7 @@ public:
     const char* error() const { return error_; }  // static text
     bool has_ldshim_marker() const { return marker_; }
     // Is addr inside one of this object's PT_LOAD segments?
-    bool contains(std::uintptr_t addr, std::size_t len = 1) const;
+    bool contains(std::uintptr_t addr, std::size_t len = 1) const { return extent_.contains(addr, len); }
     // Is the word at addr in a writable segment and outside the range that
     // glibc makes read-only after relocation (PT_GNU_RELRO, whole pages)?
     bool plainly_writable(std::uintptr_t addr) const;
@@ -58,9 +59,10 @@ private:
     };
     bool decode(const ElfW(Rela)& r, Import& out) const;
     const char* version_name(std::uint32_t sym) const;
-    std::uintptr_t pointer(std::uint64_t value, std::size_t len) const;
+    std::uintptr_t pointer(std::uint64_t value, std::size_t len) const { return extent_.pointer(value, len); }
 
     const dl_phdr_info& info_;
+    loader::LoadedExtent extent_;
     const char* error_ = nullptr;
     bool marker_ = false;
     const ElfW(Sym)* symtab_ = nullptr;

@@ -1,5 +1,6 @@
 #include "loader/elf_dynamic.h"
 #include "loader/elf_facts.h"
+#include "loader/loaded_extent.h"
 
 #include <elf.h>
 #include <link.h>
@@ -7,26 +8,6 @@
 #include <cstring>
 
 namespace ldshim::loader {
-namespace {
-
-// The mapped extent of the object: [lo, hi) of every PT_LOAD.
-struct Extent {
-    const ElfW(Phdr)* ph;
-    std::size_t n;
-    std::uintptr_t base;
-    // Does [addr, addr+len) lie inside one PT_LOAD's memory image?
-    bool contains(std::uintptr_t addr, std::size_t len) const {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (ph[i].p_type != PT_LOAD) continue;
-            std::uintptr_t lo = base + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
-            if (addr >= lo && addr <= hi && len <= hi - addr) return true;
-        }
-        return false;
-    }
-};
-
-}  // namespace
-
 FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size_t phnum) {
     FactsResult r;
     const auto* ph = static_cast<const ElfW(Phdr)*>(phdr_v);
@@ -34,7 +15,7 @@ FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size
         r.error = "no program headers";
         return r;
     }
-    Extent ext{ph, phnum, base};
+    LoadedExtent ext{ph, phnum, base};
     auto& f = r.facts;
     f.elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
 #if defined(__x86_64__)
@@ -78,11 +59,8 @@ FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size
     }
     auto& strtab = de.strtab;
     auto& strsz = de.strsz;
-    // glibc relocates DT_STRTAB in place when the dynamic section is writable;
-    // a read-only one (the vDSO) still holds the link-time address.
-    std::uintptr_t tab = static_cast<std::uintptr_t>(*strtab);
-    if (!ext.contains(tab, *strsz)) tab += base;
-    if (!ext.contains(tab, *strsz)) {
+    std::uintptr_t tab = ext.pointer(*strtab, *strsz);
+    if (!tab) {
         r.error = "string table lies outside the object's segments";
         return r;
     }
