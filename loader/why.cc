@@ -1,5 +1,7 @@
 #include "loader/why.h"
 
+#include "loader/dep_tree.h"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -31,10 +33,7 @@ WhyReport explain_lookup(const Engine& e, Fs& fs, int requester, const std::stri
     using K = TraceEvent::Kind;
     WhyReport r;
     const auto& objs = e.objects();
-    auto label = [&](int idx) {
-        const Object& o = objs[static_cast<std::size_t>(idx)];
-        return o.kind == Object::Kind::main ? argv0 : o.name;
-    };
+    auto label = [&](int idx) { return object_display(e, idx, argv0); };
     const Object& req = objs[static_cast<std::size_t>(requester)];
 
     if (name.find('/') != std::string::npos)

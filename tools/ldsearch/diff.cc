@@ -1,5 +1,7 @@
 #include "diff.h"
 
+#include "program.h"
+
 #include "loader/engine.h"
 #include "loader/ld_debug_log.h"
 
@@ -26,13 +28,14 @@ namespace {
 
 constexpr int kSame = 0, kDiffer = 1, kBadCapture = 3, kCannotRun = 125;
 
-std::vector<std::string> split_searches_lines(const std::vector<std::string>& lines,
-                                              std::vector<std::vector<std::string>>& out) {
+// The lines of each search, split at its "find library=" line.
+std::vector<std::vector<std::string>> split_searches(const std::vector<std::string>& lines) {
+    std::vector<std::vector<std::string>> out;
     for (const auto& l : lines) {
         if (l.rfind("find library=", 0) == 0 || out.empty()) out.emplace_back();
         out.back().push_back(l);
     }
-    return {};
+    return out;
 }
 
 // A unified diff of two short line lists (LCS; searches are a few hundred
@@ -90,9 +93,7 @@ void skip(Totals& t, const std::string& why) {
 // Compares the loader's searches with the engine's, search by search.
 void compare(const std::string& what, const std::vector<std::string>& real, const std::vector<std::string>& emu,
              Totals& t) {
-    std::vector<std::vector<std::string>> a, b;
-    split_searches_lines(real, a);
-    split_searches_lines(emu, b);
+    auto a = split_searches(real), b = split_searches(emu);
     t.searches += a.size();
     if (a.size() != b.size()) {
         report(t, what, real, emu);
@@ -102,19 +103,9 @@ void compare(const std::string& what, const std::vector<std::string>& real, cons
         if (a[k] != b[k]) report(t, what + ", search " + std::to_string(k + 1), a[k], b[k]);
 }
 
-std::string locate(const std::string& argv0) {
-    if (argv0.find('/') != std::string::npos) return argv0;
-    const char* path = std::getenv("PATH");
-    for (auto d : split_path(path ? path : "/usr/bin:/bin", ":")) {
-        std::string cand = (d.empty() ? std::string(".") : std::string(d)) + "/" + argv0;
-        if (access(cand.c_str(), X_OK) == 0) return cand;
-    }
-    return {};
-}
-
 // Replays one program of one process.
 void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
-    std::string path = locate(prog.argv0);
+    std::string path = find_program(prog.argv0, [](const std::string& c) { return access(c.c_str(), X_OK) == 0; });
     RealFs fs;
     auto img = path.empty() ? OpenResult{} : fs.open(path);
     FactsResult facts;
@@ -132,9 +123,7 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
     LdCache cache = LdCache::load(fs, cfg->cache_path);
     EngineOptions opts;
     opts.argv0 = prog.argv0;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0)
-        opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getgid());
+    opts.secure = starts_secure(path);
     if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
     // Preloads are the program's lookups that its DT_NEEDED does not name
     // (LD_PRELOAD, then /etc/ld.so.preload, which the engine reads itself).

@@ -5,6 +5,7 @@
 #include "loader/engine.h"
 #include "loader/why.h"
 #include "diff.h"
+#include "program.h"
 #include "report.h"
 
 #include <sys/stat.h>
@@ -423,22 +424,10 @@ int main(int argc, char** argv) {
 
     // PROGRAM without a slash is looked up in PATH, as a shell would; argv[0]
     // (and so every "from file" label) stays as typed.
-    std::string path = program;
-    if (program.find('/') == std::string::npos) {
-        const char* env_path = std::getenv("PATH");
-        std::string dirs = env_path ? env_path : "/usr/bin:/bin";
-        path.clear();
-        for (auto d : split_path(dirs, ":")) {
-            std::string cand = (d.empty() ? std::string(".") : std::string(d)) + "/" + program;
-            if (access(host(cand).c_str(), X_OK) == 0) {
-                path = cand;
-                break;
-            }
-        }
-        if (path.empty()) {
-            std::fprintf(stderr, "ldsearch: %s: command not found in PATH\n", program.c_str());
-            return kBadInput;
-        }
+    std::string path = ldsearch::find_program(program, [&](const std::string& c) { return access(host(c).c_str(), X_OK) == 0; });
+    if (path.empty()) {
+        std::fprintf(stderr, "ldsearch: %s: command not found in PATH\n", program.c_str());
+        return kBadInput;
     }
 
     auto img = fs.open(path);
@@ -480,15 +469,7 @@ int main(int argc, char** argv) {
     EngineOptions opts;
     opts.argv0 = program;
     opts.keep_going = keep_going;
-    if (secure) {
-        opts.secure = *secure;
-    } else {
-        // The kernel sets AT_SECURE when a set-id bit changes the effective id.
-        struct stat st {};
-        if (::stat(host(path).c_str(), &st) == 0)
-            opts.secure = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
-                          ((st.st_mode & S_ISGID) && st.st_gid != getgid());
-    }
+    opts.secure = secure ? *secure : ldsearch::starts_secure(host(path));
     // The modelled environment: ours, with --env overrides.
     auto modelled = [&](const std::string& name) -> std::optional<std::string> {
         std::optional<std::string> v;
