@@ -269,15 +269,15 @@ void Engine::pass_locked(bool full, bool patch) {
         if (!target || (loader && in_ldshim(target))) continue;
         void* expected = nullptr;
         void* v = reinterpret_cast<void*>(target);
+        bool theirs = is_foreign(target, def.name);
         if (next.compare_exchange_strong(expected, v)) {
             adopt_companions(v, def.kind);
-        } else if (expected != v && is_foreign(target, def.name) &&
-                   !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
+        } else if (expected != v && theirs && !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
             // Another hooker took this function over: every hook call goes
             // through it, so it sees the calls it asked to see.
             next.store(v, std::memory_order_release);
         }
-        foreign.push_back(is_foreign(target, def.name));
+        foreign.push_back(theirs);
         c.write_value = reinterpret_cast<std::uintptr_t>(def.fn);
         todo.push_back(std::move(c));
     }

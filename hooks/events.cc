@@ -75,26 +75,29 @@ void on_alloc(memtype::Type type, std::uintptr_t base, std::size_t length, int d
     notify(LDSHIM_EVENT_ALLOC, type, device, base, length, fn);
 }
 
-Removed on_free(std::uintptr_t base, const char* fn) {
-    Removed r;
-    if (!base) return r;
-    memtype::Info i = memtype::Registry::global().lookup(base);
-    if (i.type == memtype::Type::unregistered || i.base != base) return r;
-    return on_free_range(base, i.length, fn);
-}
-
-Removed on_free_range(std::uintptr_t base, std::size_t length, const char* fn) {
-    Removed r;
-    if (!base || !length) return r;
-    memtype::Info i = memtype::Registry::global().lookup(base);
+namespace {
+// Removes [base, base+length), which the registry describes as `was`.
+Removed remove_range(std::uintptr_t base, std::size_t length, const memtype::Info& was, const char* fn) {
     try {
         memtype::Registry::global().remove(base, length);
     } catch (...) {
-        return r;
+        return {};
     }
-    r = {true, i.type, i.device, base, length};
-    notify(LDSHIM_EVENT_FREE, i.type, i.device, base, length, fn);
-    return r;
+    notify(LDSHIM_EVENT_FREE, was.type, was.device, base, length, fn);
+    return {true, was.type, was.device, base, length};
+}
+}  // namespace
+
+Removed on_free(std::uintptr_t base, const char* fn) {
+    if (!base) return {};
+    memtype::Info i = memtype::Registry::global().lookup(base);
+    if (i.type == memtype::Type::unregistered || i.base != base) return {};
+    return remove_range(base, i.length, i, fn);
+}
+
+Removed on_free_range(std::uintptr_t base, std::size_t length, const char* fn) {
+    if (!base || !length) return {};
+    return remove_range(base, length, memtype::Registry::global().lookup(base), fn);
 }
 
 void undo_free(const Removed& r, const char* fn) {
