@@ -25,6 +25,6 @@ while [ "$i" -lt "$count" ]; do
     cc -shared -Wl,-soname,libbench$i.so -o "$tmp/libbench$i.so" "$tmp/lib.o" -L"$tmp" -l:libcudart.so.13 -Wl,-rpath,"$tmp"
     i=$((i + 1))
 done
-cc -std=gnu11 -O2 -I"$src/../include" -o "$tmp/install" "$src/hooks_install.c" -L"$build/lib" -lldshim \
+cc -std=gnu11 -O2 -I"$src/../include" -I"$build/include" -o "$tmp/install" "$src/hooks_install.c" -L"$build/lib" -lldshim \
     -Wl,-rpath,"$build/lib" -ldl
 "$tmp/install" "$tmp" "$count" "$rounds"

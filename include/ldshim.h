@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "ldshim_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,7 +37,8 @@ typedef enum {
  * unknown code yields "unknown ldshim status". */
 const char *ldshim_strerror(int status);
 
-/* The library version as "MAJOR.MINOR.PATCH". */
+/* The library version as "MAJOR.MINOR.PATCH": the run-time counterpart of
+ * LDSHIM_VERSION_STRING, for callers that load libldshim.so.0 dynamically. */
 const char *ldshim_version(void);
 
 /* ---- dlopen from the real caller ----------------------------------------

@@ -19,6 +19,6 @@ const char* ldshim_strerror(int status) {
     }
 }
 
-const char* ldshim_version(void) { return LDSHIM_VERSION; }
+const char* ldshim_version(void) { return LDSHIM_VERSION_STRING; }
 
 }  // extern "C"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ldsearch's command-line conventions: help, version, exit codes, stderr.
 set -u
-LDSEARCH=$1
+LDSEARCH=$1 PROJECT_VERSION=${2:-} PC_DIR=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -13,6 +13,12 @@ check() { # NAME EXPECTED_STATUS COMMAND...
 check help 0 "$LDSEARCH" --help
 grep -q '^Usage: ldsearch' "$tmp/out" || { fail=$((fail+1)); echo "FAIL help text"; }
 check version 0 "$LDSEARCH" --version
+# One version, written once in meson's project(): the tool and pkg-config agree with it.
+if [ -n "$PROJECT_VERSION" ]; then
+    [ "$(cat "$tmp/out")" = "ldsearch (ldshim) $PROJECT_VERSION" ] || { fail=$((fail+1)); echo "FAIL version text: $(cat "$tmp/out")"; }
+    pc=$(PKG_CONFIG_PATH=$PC_DIR pkg-config --modversion ldshim-uninstalled 2>&1)
+    [ "$pc" = "$PROJECT_VERSION" ] || { fail=$((fail+1)); echo "FAIL pkg-config version: $pc"; }
+fi
 check no_program 2 "$LDSEARCH"
 check bad_option 2 "$LDSEARCH" --frobnicate /bin/true
 check missing_file 3 "$LDSEARCH" /nonexistent/prog

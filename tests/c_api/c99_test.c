@@ -13,6 +13,13 @@ int main(void) {
     CHECK(strcmp(ldshim_strerror(12345), "unknown ldshim status") == 0);
     CHECK(ldshim_strerror(-12345) != NULL);
     CHECK(strchr(ldshim_version(), '.') != NULL);
-    printf("%d passed, %d failed\n", 5 - failures, failures);
+    /* The compile-time version is the library's own. */
+    CHECK(strcmp(ldshim_version(), LDSHIM_VERSION_STRING) == 0);
+    {
+        char numbers[32];
+        snprintf(numbers, sizeof numbers, "%d.%d.%d", LDSHIM_VERSION_MAJOR, LDSHIM_VERSION_MINOR, LDSHIM_VERSION_PATCH);
+        CHECK(strcmp(numbers, LDSHIM_VERSION_STRING) == 0);
+    }
+    printf("%d passed, %d failed\n", 7 - failures, failures);
     return failures != 0;
 }

@@ -16,10 +16,10 @@ if [ ! -f "$cuda/include/cuda_runtime_api.h" ] || [ ! -e "$cuda/lib64/libcudart.
 fi
 if [ ! -e "$build/lib/libldshim.so" ]; then
     meson setup "$build" -Dtests=false -Dbench=false -Dcudatoolkit_include="$cuda/include" >/dev/null
-    ninja -C "$build" lib/libldshim.so >/dev/null
+    ninja -C "$build" lib/libldshim.so include/ldshim_version.h >/dev/null
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cc -std=gnu11 -O2 -Iinclude -I"$cuda/include" -o "$out/gpu_check" tests/gpu/gpu_check.c \
+cc -std=gnu11 -O2 -Iinclude -I"$build/include" -I"$cuda/include" -o "$out/gpu_check" tests/gpu/gpu_check.c \
     -L"$build/lib" -lldshim -L"$cuda/lib64" -L"$cuda/lib64/stubs" -lcudart -lcuda -Wl,-rpath,"$build/lib:$cuda/lib64"
 timeout 150 "$out/gpu_check"

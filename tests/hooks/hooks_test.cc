@@ -68,7 +68,7 @@ protected:
         std::string dir = *root_ + "/" + v.name;
         if (access((dir + "/consumer").c_str(), X_OK) == 0) return dir;
         EXPECT_EQ(sh("mkdir -p " + quote(dir)), 0);
-        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " ";
+        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " ";
         std::string libs = " -L" + quote(*root_) + " -l:libcudart.so.13 -l:libcuda.so.1";
         for (const char* n : {"consumer", "consumer2", "consumer3", "consumer4", "consumer5"}) {
             EXPECT_EQ(sh(cc + "-fPIC -shared" + link_flags(v) + " -Wl,-soname,lib" + n + ".so -o " +
@@ -160,7 +160,7 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
         GTEST_SKIP() << "SKIPPED: this machine has an NVIDIA driver; the no-driver error path cannot be checked";
     std::string dir = *root_ + "/real";
     ASSERT_EQ(sh("mkdir -p " + quote(dir) + " && cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -o " + quote(dir + "/real") + " " + quote(kFixtures + "/real_cudart.c") +
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/real") + " " + quote(kFixtures + "/real_cudart.c") +
                  " -L" + quote(kCuda) + " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
                  quote(kCuda + ":" + LDSHIM_LIBDIR)),
               0);
@@ -190,7 +190,7 @@ namespace {
 TEST_F(HooksTest, preload_with_LDSHIM_CUDA_HOOKS_hooks_a_program_that_never_heard_of_ldshim) {
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
-    ASSERT_EQ(sh("cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -o " +
+    ASSERT_EQ(sh("cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " +
                  quote(dir + "/plain_app") + " " + quote(kFixtures + "/plain_app.c") + " -L" + quote(*root_) +
                  " -l:libcudart.so.13 -Wl,-rpath," + quote(*root_) + " -ldl"),
               0);
@@ -230,7 +230,7 @@ TEST_F(HooksTest, stress_8_threads_10000_operations_with_a_fork_no_deadlock_no_l
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
     std::string bin = dir + "/stress_fork";
-    ASSERT_EQ(sh("cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -o " +
+    ASSERT_EQ(sh("cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " +
                  quote(bin) + " " + quote(kFixtures + "/stress_fork.c") + " -L" + quote(*root_) +
                  " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
                  quote(*root_ + ":" + LDSHIM_LIBDIR) + " -lpthread -ldl"),

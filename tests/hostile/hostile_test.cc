@@ -254,7 +254,7 @@ TEST(Hostile, the_runtime_resolver_agrees_with_dlopen_on_bad_files) {
     t.lib(d + "libS.so", {.soname = "libS.so"});
     t.set_dyn(d + "libS.so", DT_SONAME, 0xffffffffull);  // string offset out of range
     std::string probe = t.abs("probe");
-    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -L" +
+    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" +
                  quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,-rpath," + quote(t.abs(d) + ":" + LDSHIM_LIBDIR)),
               0);
     std::string longname(4000, 'q');

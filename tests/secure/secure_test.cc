@@ -42,7 +42,7 @@ TEST(Secure, setuid_program_resolves_like_the_loader_and_ignores_the_environment
     std::string probe = t.abs("bin/probe");
     // $ORIGIN (untrusted here), an absolute RPATH, and ldshim itself.
     ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
                  quote("$ORIGIN/../lib:" + t.abs("abs") + ":" + LDSHIM_LIBDIR)),
               0);
     ASSERT_EQ(sh("chown root:root " + quote(probe) + " && chmod 4755 " + quote(probe)), 0);
@@ -91,7 +91,7 @@ TEST(Secure, ldshim_variables_are_ignored_in_a_setuid_process) {
     ASSERT_EQ(chmod(t.abs("out").c_str(), 0777), 0);
     std::string probe = t.abs("bin/probe");
     ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_LIBDIR) +
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_LIBDIR) +
                  " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," + quote(LDSHIM_LIBDIR)),
               0);
     std::string vars = "LDSHIM_DEBUG=1 LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" + quote(t.abs("out/hooks.log"));

@@ -1,6 +1,7 @@
 // ldsearch: print the dynamic loader's library search for a program, line for
 // line as LD_DEBUG=libs prints it, without running the program.  All the logic
 // lives in loader/; this file parses arguments and prints.
+#include "ldshim_version.h"
 #include "loader/dep_tree.h"
 #include "loader/engine.h"
 #include "loader/why.h"
@@ -329,7 +330,7 @@ int main(int argc, char** argv) {
             std::fputs(kHelp, stdout);
             return kOk;
         } else if (a == "-V" || a == "--version") {
-            std::printf("ldsearch (ldshim) %s\n", LDSHIM_VERSION);
+            std::printf("ldsearch (ldshim) %s\n", LDSHIM_VERSION_STRING);
             return kOk;
         } else if (a == "--dlopen") {
             ops.push_back({Op::Kind::dlopen, value("--dlopen")});

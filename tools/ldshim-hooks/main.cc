@@ -5,6 +5,8 @@
 //
 // Exit status: the command's own (128+N if it died of signal N); 125 if
 // ldshim-hooks itself failed; 2 for a usage error.
+#include "ldshim_version.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -119,7 +121,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (a == "--version") {
-            std::printf("ldshim-hooks %s\n", LDSHIM_VERSION);
+            std::printf("ldshim-hooks %s\n", LDSHIM_VERSION_STRING);
             return 0;
         }
         if (a == "--raw") {
