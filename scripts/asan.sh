@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >/dev/null
 if [ ! -f build-asan/build.ninja ]; then
-    meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+    meson setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
         -Dbench=false --buildtype=debugoptimized >/dev/null
 fi
 ninja -C build-asan >/dev/null

@@ -24,6 +24,7 @@ if [ -n "$missing" ]; then
 fi
 
 if [ ! -f build/build.ninja ]; then
-    meson setup build --buildtype=debugoptimized
+    # The project's own builds treat warnings as errors; a packager's do not.
+    meson setup build --buildtype=debugoptimized -Dwerror=true
 fi
 ninja -C build

@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >/dev/null
 if [ ! -f build-tsan/build.ninja ]; then
-    meson setup build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=false --buildtype=debugoptimized >/dev/null
+    meson setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false -Dbench=false --buildtype=debugoptimized >/dev/null
 fi
 ninja -C build-tsan tests/memtype_tests tests/hooks_api_tests >/dev/null
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}" \

@@ -35,7 +35,9 @@ bool is_search_line(const std::string& l) {
 
 std::string join_flags(const std::vector<std::string>& v) {
     std::string s;
-    for (const auto& f : v) s += " " + quote(f);
+    // Appended piecewise: `" " + quote(f)` at -O3 trips GCC 12's -Wrestrict
+    // false positive (GCC PR 105651).
+    for (const auto& f : v) s.append(" ").append(quote(f));
     return s;
 }
 
@@ -216,7 +218,7 @@ void Tree::julia(LibSpec libjulia, ExeSpec exe) {
 
 void Tree::patchelf(const std::vector<std::string>& args) {
     std::string cmd = "cd " + quote(root_) + " && patchelf";
-    for (const auto& a : args) cmd += " " + quote(a);
+    for (const auto& a : args) cmd.append(" ").append(quote(a));
     must(sh(cmd), cmd);
 }
 
