@@ -29,7 +29,7 @@ seed() { # TARGET DIR
         cp /etc/ld.so.cache "$2/system"
         printf '%s\n' /lib/x86_64-linux-gnu > "$out/conf"
         for fmt in old compat new; do
-            ldconfig -c "$fmt" -C "$2/$fmt" -f "$out/conf" 2>/dev/null || true
+            /sbin/ldconfig -c "$fmt" -C "$2/$fmt" -f "$out/conf" 2>/dev/null || true
         done ;;
     tokens)
         i=0

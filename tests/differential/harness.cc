@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -26,6 +27,41 @@ namespace {
 
 void must(int rc, const std::string& what) {
     if (rc != 0) throw std::runtime_error("fixture step failed (" + std::to_string(rc) + "): " + what);
+}
+
+// Every library name this machine could hand out without our trees: the
+// ld.so.cache entries and the files of the default directories.  A fixture
+// with one of these names would make a test depend on what else is installed
+// (R's /usr/lib/libR.so once did).
+const std::set<std::string>& installed_library_names() {
+    static const std::set<std::string> names = [] {
+        std::set<std::string> n;
+        if (FILE* p = popen("/sbin/ldconfig -p 2>/dev/null", "r")) {
+            char line[4096];
+            while (fgets(line, sizeof line, p)) {
+                std::string l = line;
+                auto start = l.find_first_not_of(" \t");
+                auto end = l.find(" (");
+                if (start != std::string::npos && end != std::string::npos && end > start)
+                    n.insert(l.substr(start, end - start));
+            }
+            pclose(p);
+        }
+        for (const char* dir : {"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu",
+                                "/usr/lib/x86_64-linux-gnu"}) {
+            if (DIR* d = opendir(dir)) {
+                while (dirent* e = readdir(d)) n.insert(e->d_name);
+                closedir(d);
+            }
+        }
+        return n;
+    }();
+    return names;
+}
+
+void require_unique_name(const std::string& name) {
+    if (!name.empty() && installed_library_names().count(name))
+        throw std::runtime_error("fixture name " + name + " is also an installed library; choose another");
 }
 
 bool is_search_line(const std::string& l) {
@@ -181,6 +217,8 @@ void Tree::symlink(const std::string& target, const std::string& rel) {
 void Tree::lib(const std::string& rel, const LibSpec& spec) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+    require_unique_name(slash == std::string::npos ? rel : rel.substr(slash + 1));
+    require_unique_name(spec.soname);
     std::string src = !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
     std::string cmd = "cc -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
     if (!spec.soname.empty()) cmd += " -Wl,-soname," + quote(spec.soname);

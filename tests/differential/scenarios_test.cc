@@ -145,13 +145,13 @@ TEST(Differential, dlopen_from_library_uses_its_runpath_only) {
 
 TEST(Differential, dlopened_object_does_not_inherit_caller_rpath) {
     Tree t;
-    t.lib("h2rp/libR.so", so("libR.so"));
-    t.lib("q/libQ.so", {.soname = "libQ.so", .needs = {"h2rp/libR.so"}, .rpath = t.abs("qrp")});
+    t.lib("h2rp/libRq.so", so("libRq.so"));
+    t.lib("q/libQ.so", {.soname = "libQ.so", .needs = {"h2rp/libRq.so"}, .rpath = t.abs("qrp")});
     t.mkdir("qrp");
     t.lib("h2/libhelper.so", {.soname = "libhelper.so", .rpath = t.abs("h2rp"), .helper = true});
     t.exe("dlo", {.needs = {"h2/libhelper.so"}, .rpath = t.abs("h2") + ":" + t.abs("mainrp")});
-    Capture r = compare(t, "./dlo", {.ops = {"l:" + t.abs("q/libQ.so"), "l:libR.so", "l:" + t.abs("q/libQ.so")}});
-    EXPECT_TRUE(any_line(r.errors, "libR.so: cannot open shared object file"));
+    Capture r = compare(t, "./dlo", {.ops = {"l:" + t.abs("q/libQ.so"), "l:libRq.so", "l:" + t.abs("q/libQ.so")}});
+    EXPECT_TRUE(any_line(r.errors, "libRq.so: cannot open shared object file"));
 }
 
 TEST(Differential, nodeflib_executable_cannot_use_cache_or_system_dirs) {
@@ -457,10 +457,10 @@ TEST(Differential, dependency_walk_is_breadth_first_with_dedup) {
 
 TEST(Differential, failed_dlopen_rolls_back_but_keeps_what_it_learned) {
     Tree t;
-    t.lib("dep/libR.so", so("libR.so"));
-    t.lib("q/libQ.so", {.soname = "libQ.so", .needs = {"dep/libR.so"}, .rpath = "/nonexistent/qrp"});
+    t.lib("dep/libRq.so", so("libRq.so"));
+    t.lib("q/libQ.so", {.soname = "libQ.so", .needs = {"dep/libRq.so"}, .rpath = "/nonexistent/qrp"});
     t.exe("dlo", {.rpath = t.abs("q")});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libQ.so", "o:libQ.so", "o:" + t.abs("dep/libR.so"), "o:libQ.so"}});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libQ.so", "o:libQ.so", "o:" + t.abs("dep/libRq.so"), "o:libQ.so"}});
     EXPECT_EQ(r.errors.size(), 2u);
 }
 
@@ -525,7 +525,7 @@ TEST(Differential, private_cache_hwcaps_entry_and_duplicates) {
     t.lib("dA/libD.so.1", so("libD.so.1"));
     t.lib("dB/libD.so.1", so("libD.so.1"));
     t.write("ld.so.conf", t.abs("dA") + "\n" + t.abs("dB") + "\n");
-    ASSERT_EQ(sh("ldconfig -X -C " + quote(t.abs("cache")) + " -f " + quote(t.abs("ld.so.conf")) + " 2>/dev/null"), 0);
+    ASSERT_EQ(sh("/sbin/ldconfig -X -C " + quote(t.abs("cache")) + " -f " + quote(t.abs("ld.so.conf")) + " 2>/dev/null"), 0);
     t.exe("dlo", {});
     std::string bind = "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(t.abs("cache"));
     Capture r = compare(t, "./dlo", {.ops = {"o:libC.so.1", "o:libfoo.so.9", "o:libfoo.so.10", "o:libD.so.1", "o:libc.so.6"},
@@ -584,11 +584,11 @@ TEST(Differential, julia_shaped_runpath_dlopen_from_library) {
 
 TEST(Differential, executable_runpath_applies_to_its_own_dlopen) {
     Tree t;
-    t.lib("run/libR.so", so());
+    t.lib("run/libRq.so", so());
     t.exe("dlo", {.runpath = t.abs("run")});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libR.so"}});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libRq.so"}});
     ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_EQ(r.results[0], t.abs("run") + "/libR.so");
+    EXPECT_EQ(r.results[0], t.abs("run") + "/libRq.so");
 }
 
 TEST(Differential, dependency_of_dlopened_object_walks_its_loader_chain) {

@@ -396,7 +396,7 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
                                 .rpath = "$ORIGIN/../lib/app:$ORIGIN/../../..",
                                 .driver = false});
     t.write("root/etc/ld.so.conf", "/opt/cached\n");
-    ASSERT_EQ(sh("ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
+    ASSERT_EQ(sh("/sbin/ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
     std::string helper = t.abs("chroot_run");
     ASSERT_EQ(sh("cc -static -o " + quote(helper) + " " + quote(std::string(FIXTURE_DIR) + "/chroot_run.c")), 0);
     // The loader finds the program's $ORIGIN through /proc/self/exe: give the

@@ -49,7 +49,7 @@ TEST(CacheFile, system_cache_is_sorted_descending_and_complete) {
     ASSERT_TRUE(c.usable());
     auto entries = c.entries();
     // The count that ldconfig itself reports.
-    FILE* p = popen("ldconfig -p | head -1", "r");
+    FILE* p = popen("/sbin/ldconfig -p | head -1", "r");
     ASSERT_NE(p, nullptr);
     unsigned n = 0;
     ASSERT_EQ(fscanf(p, "%u", &n), 1);
@@ -104,7 +104,7 @@ protected:
         std::ofstream conf(dir_ + "/ld.so.conf");
         for (const auto& d : dirs) conf << dir_ << "/" << d << "\n";
         conf.close();
-        std::string cmd = "ldconfig -X -c " + std::string(format) + " -C " + dir_ + "/cache -f " + dir_ +
+        std::string cmd = "/sbin/ldconfig -X -c " + std::string(format) + " -C " + dir_ + "/cache -f " + dir_ +
                           "/ld.so.conf 2>/dev/null";
         EXPECT_EQ(std::system(cmd.c_str()), 0);
         return cache_of(slurp(dir_ + "/cache"));
