@@ -1,93 +1,128 @@
 #!/bin/sh
-# The main job: sets up and builds ldshim, then shows ldsearch reproducing the
-# loader's library search -- on a real program and on a Julia-shaped tree
-# built here -- and diffs each against the real loader's LD_DEBUG=libs.
+# The main job, as a story for someone who has never heard of the bug:
+#   1. a Julia-shaped program loads its library;
+#   2. the same program with CUDA-aware Open MPI + UCX cannot find it;
+#   3. why: the loader searched as if UCX's libucm had asked (LD_DEBUG=files),
+#      shown with ldsearch from both callers;
+#   4. the repair: LD_PRELOAD=libldshim_preload.so loads the right file again;
+#   5. the same on fifteen layouts of the report, on the real MPI stack;
+#   6. ldsearch checked against the real loader with --diff.
+# Every step checks what it shows; any wrong result names the step and the
+# script exits 1.  Sets up and builds first (scripts/setup.sh).
 set -eu
 cd "$(dirname "$0")/.."
+root=$PWD
+echo "Setting up and building (scripts/setup.sh) ..." >&2
 ./scripts/setup.sh >/dev/null
-LDSEARCH=$PWD/build/tools/ldsearch/ldsearch
-work=$(mktemp -d)
+build=$root/build
+LDSEARCH=$build/tools/ldsearch/ldsearch
+PRELOAD=$build/lib/libldshim_preload.so
+work=$(mktemp -d /tmp/ldshim-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+failed=""
 
-# The search lines of LD_DEBUG=libs for "$@" (run in the current directory).
-real_search() {
-    rm -f "$work"/dbg.*
-    env LD_DEBUG=libs LD_DEBUG_OUTPUT="$work/dbg" "$@" >/dev/null 2>&1 || true
-    cat "$work"/dbg.* | sed 's/^ *[0-9]*:\t//' | grep -E '^(find library=| search path=|  trying file=| search cache=)' || true
-}
+step() { printf '\n\033[1m== Step %s\033[0m\n' "$*" | sed "$nocolor"; current=$1; }
+fail() { echo "FAIL (step $current): $*"; failed="$failed $current"; }
+# Paths of the scratch tree read as "prefix/...".
+show() { sed "s|$work/prefix|prefix|g"; }
+nocolor='s/\x1b\[[0-9;]*m//g'
+[ -t 1 ] && [ -z "${NO_COLOR:-}" ] && nocolor='s/^$//'
 
-compare() { # TITLE REAL_FILE LDSEARCH_FILE
-    if diff -u "$2" "$3" > "$work/diff"; then
-        echo "== $1: $(wc -l < "$3") search lines, identical to the loader's"
-    else
-        echo "== $1: DIFFERENT from the loader:"; cat "$work/diff"; status=1
-    fi
-}
-status=0
-
-prog=/usr/bin/python3
-[ -x "$prog" ] || prog=/bin/ls
-echo "## ldsearch $prog"
-"$LDSEARCH" "$prog" | tee "$work/mine1"
-LD_TRACE_LOADED_OBJECTS=1 real_search "$prog" > "$work/real1"
-compare "$prog" "$work/real1" "$work/mine1"
-
-# A Julia-shaped tree: bin/julia (RPATH $ORIGIN/../lib) -> lib/libjulia.so.1
-# (RPATH $ORIGIN:$ORIGIN/julia) which dlopens libopenlibm.so from lib/julia/.
+# The report's program: bin/julia (RPATH $ORIGIN/../lib) needs libjulia.so.1
+# (RPATH $ORIGIN:$ORIGIN/julia), which first initialises MPI and then dlopens
+# libopenlibm.so -- a library that lives only in lib/julia/.
 mkdir -p "$work/prefix/bin" "$work/prefix/lib/julia"
 cd "$work/prefix"
-echo 'int fixture_id(void){return 1;}' > "$work/lib.c"
-cc -shared -fPIC -o lib/julia/libopenlibm.so "$work/lib.c"
-cat > "$work/jl.c" <<'C'
-#include <dlfcn.h>
-#include <stdio.h>
-void *jl_load(const char *n) { void *h = dlopen(n, RTLD_NOW); __asm__ volatile("" ::: "memory"); return h; }
-C
-cc -shared -fPIC -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$work/jl.c" -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia' -ldl
-cat > "$work/main.c" <<'C'
-#include <stdio.h>
-void *jl_load(const char *);
-int main(void) { printf("libopenlibm: %s\n", jl_load("libopenlibm.so") ? "loaded" : "NOT FOUND"); return 0; }
-C
-cc -o bin/julia "$work/main.c" -Lbin/../lib -l:libjulia.so.1 -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
-echo
-echo "## ldsearch --from libjulia.so.1 --dlopen libopenlibm.so bin/julia"
-"$LDSEARCH" --from libjulia.so.1 --dlopen libopenlibm.so bin/julia | tee "$work/mine2"
-real_search bin/julia > "$work/real2"
-grep -E '^(find|  trying| search)' "$work/mine2" > "$work/mine2s" || true
-compare "bin/julia with dlopen(libopenlibm.so) from libjulia" "$work/real2" "$work/mine2s"
-
-# The report itself, on the real Open MPI + UCX stack: fifteen Julia-shaped
-# layouts, each without UCX, with UCX's ucm in reloc mode (defaults, and with
-# its RPATH workaround off as in the report), and with libldshim_preload.so.
-echo
-echo "## Julia + Open MPI + UCX: which copy of libopenlibm each mode loads (PASS = the same as glibc without UCX)"
-if [ -x "$OLDPWD/build/tests/mpi_repro_tests" ] || [ -x "$(dirname "$LDSEARCH")/../../tests/mpi_repro_tests" ]; then
-    "$(dirname "$LDSEARCH")/../../tests/mpi_repro_tests" 2>&1 | sed -n 's/^\[ CASE     \] //p' || status=1
-fi
-
-# One failing case through ldsearch: the same tree, with ucm active glibc
-# attributes the dlopen to libucm.so.0 (LD_DEBUG=files), and searches from
-# there; from libjulia, the real caller, it would have found the library.
-echo
-echo "## The original case: what the loader did under ucm, and what ldshim does"
+printf 'int fixture_id(void) { return 1; }\n' > "$work/openlibm.c"
+cc -shared -fPIC -o lib/julia/libopenlibm.so "$work/openlibm.c"
+cc -shared -fPIC -DNO_MAIN -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$root/tests/repro/fixtures/julia_mpi.c" \
+    -ldl -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia'
+cc -o bin/julia "$root/tests/repro/fixtures/julia_mpi.c" -Llib -l:libjulia.so.1 -ldl \
+    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
+# Open MPI with the UCX pml, ucm patching dlopen in every GOT (reloc mode), and
+# UCX's own RPATH workaround off, as in the report.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_tls=any \
     OMPI_MCA_pml_ucx_devices=any OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 UCX_MEM_MMAP_HOOK_MODE=reloc \
     UCX_MEM_MALLOC_RELOC=n UCX_MEM_DLOPEN_PROCESS_RPATH=n
-cc -shared -fPIC -DNO_MAIN -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$OLDPWD/tests/repro/fixtures/julia_mpi.c" \
-    -ldl -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia'
-cc -o bin/julia "$OLDPWD/tests/repro/fixtures/julia_mpi.c" -Lbin/../lib -l:libjulia.so.1 -ldl \
-    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
-echo "\$ bin/julia libopenlibm.so mpi      (ucm active, UCX_MEM_DLOPEN_PROCESS_RPATH=n)"
-timeout 60 env LD_DEBUG=files LD_DEBUG_OUTPUT="$work/files" bin/julia libopenlibm.so mpi 2>&1 | tail -1
-grep -h 'file=libopenlibm.so' "$work"/files.* | sed 's/^ *[0-9]*:\t*/    loader: /' | head -1
+run_julia() { # MODE [ENV...] -> the program's one line of result
+    mode=$1; shift
+    timeout 60 env "$@" bin/julia libopenlibm.so "$mode" 2>/dev/null | tail -1
+}
+expected="RESULT $work/prefix/bin/../lib/julia/libopenlibm.so id=1"
+
+step 1 "A Julia-shaped program: libjulia.so.1 dlopens libopenlibm.so from its RPATH"
+echo "   bin/julia      RPATH \$ORIGIN/../lib"
+echo "   lib/libjulia.so.1   RPATH \$ORIGIN:\$ORIGIN/julia   calls dlopen(\"libopenlibm.so\")"
+echo "   lib/julia/libopenlibm.so"
+echo "\$ bin/julia libopenlibm.so nompi"
+out=$(run_julia nompi); echo "   $out" | show
+[ "$out" = "$expected" ] || fail "the program without MPI did not load lib/julia/libopenlibm.so"
+
+step 2 "The same program after MPI_Init with Open MPI + UCX: the library is not found"
+echo "\$ bin/julia libopenlibm.so mpi        (UCX's ucm now sits in front of dlopen)"
+out=$(run_julia mpi); echo "   $out" | show
+case $out in
+    "ERROR libopenlibm.so: cannot open shared object file"*) ;;
+    *) fail "expected the reported failure under UCX, got: $out" ;;
+esac
+
+step 3 "Why: glibc searched as if libucm.so.0 had called dlopen"
+echo "glibc picks the search path from the caller, found by return address.  ucm's hook"
+echo "calls the real dlopen, so the loader's own log names libucm as the caller:"
+rm -f "$work"/files.*
+timeout 60 env LD_DEBUG=files LD_DEBUG_OUTPUT="$work/files" bin/julia libopenlibm.so mpi >/dev/null 2>&1 || true
+blame=$(grep -h 'file=libopenlibm.so' "$work"/files.* 2>/dev/null | sed 's/^ *[0-9]*:[[:space:]]*//' | head -1)
+echo "   LD_DEBUG=files: $blame"
+case $blame in *"dynamically loaded by "*libucm.so.0*) ;; *) fail "LD_DEBUG=files did not attribute the dlopen to libucm" ;; esac
+searched() { # each list a search went through, without the glibc-hwcaps and hwcap subdirectories
+    sed -n '/^find library=libopenlibm.so/,$p' | sed -n 's/^ search \(path\|cache\)=//p' | while IFS= read -r line; do
+        label=$(printf '%s\n' "$line" | sed -n 's/.*[[:space:]](\(.*\))$/\1/p')
+        dirs=$(printf '%s\n' "${line%%[[:space:]](*}" | sed 's/[[:space:]]*$//' | tr ':' '\n' |
+            grep -v -e '/glibc-hwcaps/' -e '/tls' -e '/x86_64$' -e '/x86_64/x86_64' | paste -sd: - | show)
+        printf '   %-58s %s\n' "$dirs" "${label:-the loader's cache}"
+    done
+}
+echo "ldsearch replays the two searches.  From libucm.so.0 (what glibc did):"
+"$LDSEARCH" --dlopen libucm.so.0 --from libucm.so.0 --dlopen libopenlibm.so bin/julia > "$work/ucm.txt" 2>&1 || true
+searched < "$work/ucm.txt"
+grep -q 'lib/julia' "$work/ucm.txt" && fail "the search from libucm should not reach lib/julia"
+echo "From libjulia.so.1, the real caller: its RPATH adds lib/julia (glibc labels a list with the"
+echo "object that first named its directories, hence \"bin/julia\"):"
+"$LDSEARCH" --from libjulia.so.1 --dlopen libopenlibm.so bin/julia > "$work/jl.txt" 2>&1 || fail "ldsearch from libjulia failed"
+searched < "$work/jl.txt"
+echo "   => $(tail -1 "$work/jl.txt" | show)"
+[ "$(tail -1 "$work/jl.txt")" = "$work/prefix/bin/../lib/julia/libopenlibm.so" ] || fail "ldsearch from libjulia did not find lib/julia/libopenlibm.so"
+
+step 4 "The repair: ldshim resolves the name as the real caller, then opens that file"
 echo "\$ LD_PRELOAD=libldshim_preload.so bin/julia libopenlibm.so mpi"
-timeout 60 env LD_PRELOAD="$OLDPWD/build/preload/libldshim_preload.so" bin/julia libopenlibm.so mpi 2>&1 | tail -1
+out=$(run_julia mpi LD_PRELOAD="$PRELOAD"); echo "   $out" | show
+[ "$out" = "$expected" ] || fail "with ldshim the program should load lib/julia/libopenlibm.so"
+echo "\$ LDSHIM_DEBUG=1 ...                   (what ldshim saw)"
+timeout 60 env LD_PRELOAD="$PRELOAD" LDSHIM_DEBUG=1 bin/julia libopenlibm.so mpi 2>&1 >/dev/null |
+    grep 'dlopen("libopenlibm' | head -1 | show | sed 's/^/   /'
+
+step 5 "Fifteen Julia-shaped layouts of the report, on the real Open MPI + UCX stack"
+echo "PASS = the same file as glibc without UCX (or the same error); ldshim runs also under mpirun and without MPI."
+cd "$root"
+if "$build/tests/mpi_repro_tests" > "$work/cases.txt" 2>&1; then :; else fail "the layout table has a case where ldshim differs from glibc"; fi
+sed -n 's/^\[ CASE     \] //p' "$work/cases.txt" | sed 's|/bin/\.\./|prefix/bin/../|'
+[ "$(grep -c '^\[ CASE ' "$work/cases.txt")" -ge 15 ] || fail "fewer than fifteen layouts ran"
+grep '^\[ CASE ' "$work/cases.txt" | grep -q 'ldshim: FAIL\|mpirun: FAIL\|no-MPI: FAIL' && fail "ldshim FAIL in the table"
+
+step 6 "ldsearch against the real loader: every search of real programs, line for line"
+for cmd in "python3 -c 'import ssl, sqlite3, ctypes'" "$work/prefix/bin/julia libopenlibm.so nompi"; do
+    echo "\$ ldsearch --diff -- $cmd" | show
+    # shellcheck disable=SC2086
+    if eval "\"\$LDSEARCH\" --diff -- $cmd" > "$work/diff.txt" 2>&1; then
+        tail -1 "$work/diff.txt" | sed 's/^/   /'
+    else
+        head -20 "$work/diff.txt" | show | sed 's/^/   /'; fail "ldsearch --diff found a difference: $cmd"
+    fi
+done
+
 echo
-echo "\$ ldsearch --dlopen libucm.so.0 --from libucm.so.0 --dlopen libopenlibm.so bin/julia   (the search glibc made)"
-"$LDSEARCH" --dlopen libucm.so.0 --from libucm.so.0 --dlopen libopenlibm.so bin/julia 2>&1 |
-    sed -n '/^find library=libopenlibm.so/,$p' | grep -v '  trying file=' | cut -c1-200
-echo "\$ ldsearch --from libjulia.so.1 --dlopen libopenlibm.so bin/julia                       (the real caller's search)"
-"$LDSEARCH" --from libjulia.so.1 --dlopen libopenlibm.so bin/julia 2>&1 |
-    sed -n '/^find library=libopenlibm.so/,$p' | grep -v '  trying file=' | cut -c1-200
-exit $status
+if [ -n "$failed" ]; then
+    echo "demo: FAILED in step(s)$failed"
+    exit 1
+fi
+echo "demo: every step as expected -- the failure reproduced, explained, and repaired; ldsearch identical to the loader"
