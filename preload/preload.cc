@@ -27,36 +27,56 @@ using ldshim::loader::Resolution;
 
 namespace {
 
-struct Settings {
-    bool disabled = false;
-    bool debug = false;
-    bool cuda_hooks = false;
-    std::string hooks_log;
-    void* (*real_dlopen)(const char*, int) = nullptr;
-    void* (*real_dlmopen)(Lmid_t, const char*, int) = nullptr;
-    char* (*real_dlerror)() = nullptr;
-};
+using dlopen_fn = void* (*)(const char*, int);
+using dlmopen_fn = void* (*)(Lmid_t, const char*, int);
+using dlerror_fn = char* (*)();
 
-const Settings& settings() {
-    static const Settings s = [] {
-        Settings t;
-        t.real_dlopen = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_NEXT, "dlopen"));
-        t.real_dlmopen = reinterpret_cast<void* (*)(Lmid_t, const char*, int)>(dlsym(RTLD_NEXT, "dlmopen"));
-        t.real_dlerror = reinterpret_cast<char* (*)()>(dlsym(RTLD_NEXT, "dlerror"));
-        if (!getauxval(AT_SECURE)) {
-            const char* d = std::getenv("LDSHIM_DISABLE");
-            const char* g = std::getenv("LDSHIM_DEBUG");
-            const char* c = std::getenv("LDSHIM_CUDA_HOOKS");
-            const char* l = std::getenv("LDSHIM_HOOKS_LOG");
-            t.disabled = d && *d && *d != '0';
-            t.debug = g && *g && *g != '0';
-            t.cuda_hooks = c && *c && *c != '0';
-            if (l) t.hooks_log = l;
-        }
-        return t;
-    }();
-    return s;
+// A guest may be called before its constructors ran and from inside another
+// tool's initialisation (a sanitizer's runtime calls dlerror() while it sets
+// itself up).  So the state here is constant-initialised: no function-local
+// static, whose guard would abort on recursion (recursive_init_error), and
+// nothing with a destructor to register.  Until the constructor has read
+// the environment, every entry point passes its call through unchanged.
+struct Settings {
+    bool disabled;
+    bool debug;
+    bool cuda_hooks;
+    const char* hooks_log;  // in the environment, which outlives us
+};
+Settings g_settings{};
+std::atomic<bool> g_ready{false};
+
+// The next definitions in symbol order, looked up on first use.  Idempotent,
+// so a race or a re-entrant call only repeats the lookup.
+std::atomic<dlopen_fn> g_next_dlopen{nullptr};
+std::atomic<dlmopen_fn> g_next_dlmopen{nullptr};
+std::atomic<dlerror_fn> g_next_dlerror{nullptr};
+
+template <class Fn>
+Fn next_symbol(std::atomic<Fn>& slot, const char* name) {
+    Fn f = slot.load(std::memory_order_acquire);
+    if (!f) {
+        f = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+        slot.store(f, std::memory_order_release);
+    }
+    return f;
 }
+dlopen_fn real_dlopen() { return next_symbol(g_next_dlopen, "dlopen"); }
+dlmopen_fn real_dlmopen() { return next_symbol(g_next_dlmopen, "dlmopen"); }
+dlerror_fn real_dlerror() { return next_symbol(g_next_dlerror, "dlerror"); }
+
+bool flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && *v != '0';
+}
+
+// Set while this thread is inside ldshim's own resolution: a dlopen that the
+// model's construction or a tool's interceptor makes from there goes
+// straight through.  Initial-exec TLS: no allocation, no lazy set-up.
+[[gnu::tls_model("initial-exec")]] thread_local bool t_inside = false;
+
+// Resolution is active once the constructor ran, unless switched off.
+bool active() { return g_ready.load(std::memory_order_acquire) && !g_settings.disabled && !t_inside; }
 
 // The hooks live in libldshim.so.0 (one registry per process, shared with
 // programs that use the C API), loaded from this library's own directory.
@@ -72,10 +92,10 @@ void load_hooks() {
     if (!dladdr(reinterpret_cast<void*>(&load_hooks), &self) || !self.dli_fname) return;
     std::string dir = self.dli_fname;
     dir.erase(dir.find_last_of('/') + 1);
-    void* h = settings().real_dlopen((dir + "libldshim.so.0").c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    void* h = real_dlopen()((dir + "libldshim.so.0").c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) {
         std::fprintf(stderr, "ldshim: LDSHIM_CUDA_HOOKS: cannot load %slibldshim.so.0: %s\n", dir.c_str(),
-                     settings().real_dlerror());
+                     real_dlerror()());
         return;
     }
     HooksApi api;
@@ -93,27 +113,48 @@ void load_hooks() {
 }
 
 void write_hooks_log() {
-    const Settings& s = settings();
-    if (s.hooks_log.empty() || !g_hooks.log_write) return;
-    int fd = open(s.hooks_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!g_settings.hooks_log || !g_hooks.log_write) return;
+    int fd = open(g_settings.hooks_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return;
     g_hooks.log_write(fd);
     close(fd);
 }
 
-// Look the real functions up before main: dlsym() itself clears the pending
-// dlerror() state, so it must not run for the first time inside dlerror().
+// Reads the environment and looks the real functions up before main:
+// dlsym() itself clears the pending dlerror() state, so it must not run for
+// the first time inside dlerror().  The variables are ignored in secure mode.
 __attribute__((constructor)) void init_settings() {
-    const Settings& s = settings();
+    real_dlopen();
+    real_dlmopen();
+    real_dlerror();
+    Settings s{};
+    if (!getauxval(AT_SECURE)) {
+        s.disabled = flag("LDSHIM_DISABLE");
+        s.debug = flag("LDSHIM_DEBUG");
+        s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");
+        s.hooks_log = std::getenv("LDSHIM_HOOKS_LOG");
+    }
+    g_settings = s;
+    g_ready.store(true, std::memory_order_release);
     if (s.cuda_hooks && !s.disabled) {
         load_hooks();
-        if (!s.hooks_log.empty()) std::atexit(write_hooks_log);
+        if (s.hooks_log) std::atexit(write_hooks_log);
     }
 }
 
 // A failed resolution: glibc's text, handed out by the next dlerror().
 thread_local std::string t_error;
+thread_local std::string t_shown;  // what the last dlerror() returned
 thread_local bool t_pending = false;
+
+void set_error(const std::string& e) noexcept {
+    try {
+        t_error = e;
+        t_pending = !e.empty();
+    } catch (...) {
+        t_pending = false;  // no memory for the text: glibc's own dlerror() speaks
+    }
+}
 
 void log_decision(const char* file, const Resolution& r) {
     const char* kind = r.kind == Resolution::Kind::loaded      ? "already loaded"
@@ -125,39 +166,50 @@ void log_decision(const char* file, const Resolution& r) {
     if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
 }
 
-// Resolves from `caller` and opens through `next`: glibc's dlopen, or ucm's.
-// ucm runs its own search on every path that is not absolute, so for it a
-// relative result is made absolute (same file; l_name then differs from
-// glibc's, which keeps the relative string).
-void* resolve_and_open(void* (*next)(const char*, int), const void* caller, const char* file, int mode,
-                       bool absolute_paths = false) {
-    const Settings& s = settings();
-    if (s.disabled || !file) return next(file, mode);
-    Resolution r;
+// Resolves `file` as `caller` would have, with this thread marked as inside
+// ldshim.  False when ldshim has no answer (inactive, re-entered, out of
+// memory): the caller then passes the call through unchanged.  ucm runs its
+// own search on every path that is not absolute, so for it a relative result
+// is made absolute (same file; l_name then differs from glibc's).
+bool decide(const void* caller, const char* file, int mode, bool fresh_namespace, bool absolute_paths,
+            Resolution& r) noexcept {
+    if (!file || !active()) return false;
+    t_inside = true;
+    bool ok = true;
     try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, s.debug);
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, g_settings.debug,
+                                            fresh_namespace);
+        if (g_settings.debug) log_decision(file, r);
+        if (r.kind == Resolution::Kind::found && absolute_paths && !r.path.empty() && r.path[0] != '/') {
+            char cwd[4096];
+            if (getcwd(cwd, sizeof cwd)) r.path = std::string(cwd) + "/" + r.path;
+        }
     } catch (...) {
-        return s.real_dlopen(file, mode);
+        ok = false;
     }
-    if (s.debug) log_decision(file, r);
+    t_inside = false;
+    return ok && r.kind != Resolution::Kind::failed;
+}
+
+// Resolves from `caller` and opens through `next`: what the caller's call
+// would have reached (glibc's dlopen, or ucm's).
+void* resolve_and_open(dlopen_fn next, const void* caller, const char* file, int mode,
+                       bool absolute_paths = false) noexcept {
+    Resolution r;
+    if (!decide(caller, file, mode, false, absolute_paths, r)) return next(file, mode);
     switch (r.kind) {
         case Resolution::Kind::loaded:
             t_pending = false;
             return next(r.path.empty() ? nullptr : r.path.c_str(), mode);
         case Resolution::Kind::found: {
             t_pending = false;
-            if (absolute_paths && !r.path.empty() && r.path[0] != '/') {
-                char cwd[4096];
-                if (getcwd(cwd, sizeof cwd)) r.path = std::string(cwd) + "/" + r.path;
-            }
             void* h = next(r.path.c_str(), mode);
             LiveProcess::instance().note_changed();
             if (h && g_hooks.refresh) g_hooks.refresh();  // patch what this dlopen brought in
             return h;
         }
         case Resolution::Kind::not_found:
-            t_pending = !r.error.empty();
-            t_error = r.error;
+            set_error(r.error);
             return nullptr;
         case Resolution::Kind::failed: break;
     }
@@ -170,15 +222,14 @@ void* resolve_and_open(void* (*next)(const char*, int), const void* caller, cons
 // that lands in the slots, called with the return address of the real
 // caller.  It resolves from there and hands libucm's own ucm_dlopen an
 // explicit path, so ucm still sees (and patches) every new library.
-using dlopen_fn = void* (*)(const char*, int);
+std::atomic<dlopen_fn> g_libucm_dlopen{nullptr};
 dlopen_fn libucm_dlopen() {
-    static std::atomic<dlopen_fn> cached{nullptr};
-    if (dlopen_fn f = cached.load(std::memory_order_acquire)) return f;
+    if (dlopen_fn f = g_libucm_dlopen.load(std::memory_order_acquire)) return f;
     // Looked up in libucm's own scope, where this library's definition is not.
-    void* h = settings().real_dlopen("libucm.so.0", RTLD_NOW | RTLD_NOLOAD);
+    void* h = real_dlopen()("libucm.so.0", RTLD_NOW | RTLD_NOLOAD);
     dlopen_fn f = h ? reinterpret_cast<dlopen_fn>(dlsym(h, "ucm_dlopen")) : nullptr;
     if (h) dlclose(h);
-    if (f) cached.store(f, std::memory_order_release);
+    if (f) g_libucm_dlopen.store(f, std::memory_order_release);
     return f;
 }
 
@@ -187,47 +238,42 @@ dlopen_fn libucm_dlopen() {
 extern "C" {
 
 __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
-    return resolve_and_open(settings().real_dlopen, __builtin_return_address(0), file, mode);
+    return resolve_and_open(real_dlopen(), __builtin_return_address(0), file, mode);
 }
 
 __attribute__((visibility("default"))) void* ucm_dlopen(const char* file, int mode) {
-    dlopen_fn next = libucm_dlopen();
-    return resolve_and_open(next ? next : settings().real_dlopen, __builtin_return_address(0), file, mode, next != nullptr);
+    const void* caller = __builtin_return_address(0);
+    dlopen_fn ucm = active() ? libucm_dlopen() : nullptr;
+    return resolve_and_open(ucm ? ucm : real_dlopen(), caller, file, mode, ucm != nullptr);
 }
 
 __attribute__((visibility("default"))) void* dlmopen(Lmid_t lmid, const char* file, int mode) {
-    const Settings& s = settings();
     const void* caller = __builtin_return_address(0);
-    if (lmid == LM_ID_BASE) return resolve_and_open(s.real_dlopen, caller, file, mode);
+    if (lmid == LM_ID_BASE) return resolve_and_open(real_dlopen(), caller, file, mode);
     // Only a fresh namespace can be resolved (ldshim cannot see inside others).
-    if (s.disabled || lmid != LM_ID_NEWLM || !file) return s.real_dlmopen(lmid, file, mode);
     Resolution r;
-    try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, s.debug, true);
-    } catch (...) {
-        return s.real_dlmopen(lmid, file, mode);
-    }
-    if (s.debug) log_decision(file, r);
+    if (lmid != LM_ID_NEWLM || !decide(caller, file, mode, true, false, r)) return real_dlmopen()(lmid, file, mode);
     if (r.kind == Resolution::Kind::found) {
         t_pending = false;
-        return s.real_dlmopen(LM_ID_NEWLM, r.path.c_str(), mode);
+        return real_dlmopen()(LM_ID_NEWLM, r.path.c_str(), mode);
     }
     if (r.kind == Resolution::Kind::not_found) {
-        t_pending = !r.error.empty();
-        t_error = r.error;
+        set_error(r.error);
         return nullptr;
     }
-    return s.real_dlmopen(lmid, file, mode);
+    return real_dlmopen()(lmid, file, mode);
 }
 
 __attribute__((visibility("default"))) char* dlerror(void) {
     if (t_pending) {
         t_pending = false;
-        static thread_local std::string shown;
-        shown = t_error;
-        return shown.data();
+        try {
+            t_shown = t_error;
+            return t_shown.data();
+        } catch (...) {
+        }
     }
-    return settings().real_dlerror();
+    return real_dlerror()();
 }
 
 }  // extern "C"
