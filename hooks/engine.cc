@@ -1,4 +1,5 @@
 #include "hooks/engine.h"
+#include "resolver/settings.h"
 
 #include "hooks/events.h"
 #include "hooks/object_scan.h"
@@ -97,7 +98,7 @@ void* resolve_unbound(const char* name, const std::string& version, const std::s
 void pin_self() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        resolver::libc_dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 // Writes a set of candidates, one protection change per page.  get(i) gives
@@ -157,11 +158,15 @@ bool Engine::in_ldshim(std::uintptr_t addr) const {
 }
 
 int Engine::install(unsigned flags) {
-    if (flags == 0 || (flags & ~LDSHIM_HOOK_CUDA)) return LDSHIM_ERR_INVALID_ARGUMENT;
-    if (!arch::kSupported || !cuda_hooks_built()) return LDSHIM_ERR_UNSUPPORTED;
+    if (flags == 0 || (flags & ~(LDSHIM_HOOK_CUDA | LDSHIM_HOOK_DLOPEN))) return LDSHIM_ERR_INVALID_ARGUMENT;
+    if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
+    if (resolver::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
     std::lock_guard lock(mu_);
     if (!installed_) pin_self();
     installed_ = true;
+    // A set added later must reach objects already scanned for another one.
+    if ((flags_ | flags) != flags_) seen_.clear();
+    flags_ |= flags;
     g_recording.store(true, std::memory_order_release);
     try {
         pass_locked(true);
@@ -228,7 +233,11 @@ void Engine::pass_locked(bool full, bool patch) {
             return 0;
         }
         seen_.insert(info.dlpi_addr);
-        obj.for_each([](const char* name) { return find_hook(name) >= 0; },
+        auto wanted = [this](const char* name) {
+            int id = find_hook(name);
+            return id >= 0 && in_hook_set(id, flags_);
+        };
+        obj.for_each(wanted,
                      [&](const Import& imp) {
                          int id = find_hook(imp.name);
                          const HookDef& def = hook_def(id);
@@ -368,6 +377,7 @@ int Engine::uninstall() {
     patches_.clear();
     seen_.clear();
     installed_ = false;
+    flags_ = 0;
     g_active_paths.store(0, std::memory_order_relaxed);
     return LDSHIM_OK;
 }

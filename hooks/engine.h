@@ -55,6 +55,7 @@ private:
 
     std::mutex mu_;
     bool installed_ = false;
+    unsigned flags_ = 0;  // the LDSHIM_HOOK_* sets installed so far
     unsigned long long adds_ = 0, subs_ = 0;
     bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
     std::unordered_set<std::uintptr_t> seen_;           // bases scanned since the last unload

@@ -61,11 +61,17 @@ void* lookup_default(const void* caller, const char* name, const char* version) 
 
 extern "C" {
 
+// The front entries: reached through the caller's own import slot, so the
+// return address is in the true caller; the slot's previous value is next.
+// (ldshim_dlopen_via refreshes the hooks after a load.)
 [[gnu::visibility("hidden")]] void* ldshim_hook_dlopen(const char* file, int mode) {
     auto real = next<void* (*)(const char*, int)>(HookId::k_dlopen);
-    void* h = ldshim_dlopen_via(real, __builtin_return_address(0), file, mode);
-    if (h) Engine::instance().refresh();
-    return h;
+    return ldshim_dlopen_via(real, __builtin_return_address(0), file, mode);
+}
+
+[[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
+    auto real = next<void* (*)(long, const char*, int)>(HookId::k_dlmopen);
+    return ldshim_dlmopen_via(real, lmid, __builtin_return_address(0), file, mode);
 }
 
 [[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {

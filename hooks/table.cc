@@ -74,6 +74,12 @@ int hook_at(std::uintptr_t fn) {
     return -1;
 }
 
+bool in_hook_set(int id, unsigned flags) {
+    if (flags & LDSHIM_HOOK_CUDA) return true;
+    auto h = static_cast<HookId>(id);
+    return (flags & LDSHIM_HOOK_DLOPEN) && (h == HookId::k_dlopen || h == HookId::k_dlmopen || h == HookId::k_dlclose);
+}
+
 unsigned path_bit(HookKind k) {
     switch (k) {
         case HookKind::loader: return LDSHIM_PATH_DLOPEN;  // dlsym/dlvsym: see the engine

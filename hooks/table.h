@@ -10,7 +10,7 @@
 
 // X(name, kind): kind is loader, proc, runtime or driver.
 #define LDSHIM_HOOK_LIST(X)                                                                  \
-    X(dlopen, loader) X(dlclose, loader) X(dlsym, loader) X(dlvsym, loader)                  \
+    X(dlopen, loader) X(dlclose, loader) X(dlsym, loader) X(dlvsym, loader) X(dlmopen, loader) \
     X(cuGetProcAddress, proc) X(cuGetProcAddress_v2, proc)                                  \
     X(cudaGetDriverEntryPoint, proc) X(cudaGetDriverEntryPoint_ptsz, proc)                   \
     X(cudaGetDriverEntryPointByVersion, proc) X(cudaGetDriverEntryPointByVersion_ptsz, proc) \
@@ -72,6 +72,11 @@ inline F next(HookId id) {
 // The interception paths in use (LDSHIM_PATH_* bits).
 extern std::atomic<unsigned> g_active_paths;
 unsigned path_bit(HookKind k);
+
+// Whether hook `id` belongs to a set of LDSHIM_HOOK_* flags: LDSHIM_HOOK_DLOPEN
+// is the loader's entry points (dlopen, dlmopen, and dlclose to follow
+// objects); LDSHIM_HOOK_CUDA is everything.
+bool in_hook_set(int id, unsigned flags);
 
 // Defined by cuda_hooks.cc: whether the CUDA hooks were built.
 bool cuda_hooks_built();

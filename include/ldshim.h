@@ -58,8 +58,11 @@ void *ldshim_dlopen_from(const void *caller, const char *file, int mode);
  * glibc's dlmopen unchanged (not resolved by ldshim yet). */
 void *ldshim_dlmopen_from(long lmid, const void *caller, const char *file, int mode);
 /* For interposers: the final open goes through `next` (their saved "real"
- * dlopen) instead of libc's. */
+ * dlopen) instead of libc's.  NULL means glibc's. */
 void *ldshim_dlopen_via(void *(*next)(const char *, int), const void *caller, const char *file, int mode);
+/* The same for dlmopen; `next` has dlmopen's signature (Lmid_t is long). */
+void *ldshim_dlmopen_via(void *(*next)(long, const char *, int), long lmid, const void *caller, const char *file,
+                         int mode);
 
 /* The search alone, loading nothing.  Returns LDSHIM_OK with the path that
  * dlopen would open in `path`; LDSHIM_ALREADY_LOADED with the l_name of the
@@ -69,8 +72,11 @@ void *ldshim_dlopen_via(void *(*next)(const char *, int), const void *caller, co
 int ldshim_resolve(const void *caller, const char *file, int mode, char *path, size_t size);
 
 /* The error of this thread's last failed ldshim_dlopen* or ldshim_resolve
- * (glibc's text for the same failure), then cleared; otherwise dlerror(). */
+ * (glibc's text for the same failure), then cleared; otherwise glibc's
+ * dlerror(). */
 char *ldshim_dlerror(void);
+/* The same, with `next` (an interposer's dlerror) instead of glibc's. */
+char *ldshim_dlerror_via(char *(*next)(void));
 
 /* ---- Memory types ------------------------------------------------------
  * A process-wide registry from address range to memory type, fed by the
@@ -136,10 +142,18 @@ int ldshim_memtype_classify(const void *ptr, size_t length, ldshim_meminfo_t *in
  * exact: allocations are inserted after they succeed, frees are removed
  * before the real free runs.  Thread-safe. */
 #define LDSHIM_HOOK_CUDA 0x1u
+/* ldshim_hooks_install(LDSHIM_HOOK_DLOPEN) writes only the loader's entry
+ * points: every object's dlopen and dlmopen slots lead to ldshim first,
+ * which resolves the name as that object (the true caller) and then calls
+ * what the slot held before -- glibc, or another tool's wrapper -- with the
+ * path it found; dlclose slots let it follow objects as they come and go.
+ * libldshim_preload.so installs this set at start-up. */
+#define LDSHIM_HOOK_DLOPEN 0x2u
 
-/* LDSHIM_ERR_UNSUPPORTED when this build has no CUDA support (no CUDA
- * headers at build time) or for unknown flags.  Installing twice is a
- * no-op that picks up new objects. */
+/* LDSHIM_ERR_INVALID_ARGUMENT for no flag or an unknown one;
+ * LDSHIM_ERR_UNSUPPORTED for LDSHIM_HOOK_CUDA in a build without CUDA
+ * support (no CUDA headers at build time), or on an architecture without
+ * slot patching.  Sets accumulate; installing again picks up new objects. */
 int ldshim_hooks_install(unsigned flags);
 /* Restores every slot that still holds ldshim's value to what was there
  * before; slots that someone else rewrote since are left alone (logged).

@@ -1,0 +1,296 @@
+// The runtime resolver's C edge: every way into ldshim's dlopen --
+// ldshim_dlopen*, the front hooks in the loader's import slots, and
+// libldshim_preload.so -- ends in ldshim_dlopen_via / ldshim_dlmopen_via,
+// which ask the live model (live_process.cc) what glibc would do for the
+// true caller and then open the answer through `next`: what the caller's
+// call would otherwise have reached (glibc, a sanitizer's interceptor,
+// another tool's wrapper, ucm).
+//
+// A guest's rules, for every function here: before the constructor has read
+// the settings, while this thread is already inside ldshim, and whenever the
+// model cannot answer (no memory, an unreadable program), the call passes
+// through to `next` unchanged.  No exception leaves, no function-local static
+// is initialised on these paths, and no lock is held across `next`.
+//
+// Settings, read once (ignored in secure mode, like LD_DEBUG):
+//   LDSHIM_DISABLE=1  every call passes through; no hook is written
+//   LDSHIM_DEBUG=1    one line per decision on stderr
+#include "hooks/engine.h"
+#include "ldshim.h"
+#include "loader/live.h"
+#include "resolver/settings.h"
+
+#include <dlfcn.h>
+#include <gnu/lib-names.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using ldshim::loader::LiveProcess;
+using ldshim::loader::Resolution;
+
+namespace ldshim::resolver {
+
+namespace {
+
+using dlopen_fn = void* (*)(const char*, int);
+using dlmopen_fn = void* (*)(long, const char*, int);
+using dlerror_fn = char* (*)();
+
+Settings g_settings{};
+std::atomic<bool> g_ready{false};
+
+bool flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && *v != '0';
+}
+
+// glibc's own functions, from libc's handle: a plain call to dlopen from
+// here would bind to the first definition in the process (the preload's),
+// and RTLD_NEXT finds nothing when libc comes before libldshim in scope.
+template <class Fn>
+Fn libc_function(std::atomic<Fn>& cache, const char* name) {
+    Fn f = cache.load(std::memory_order_acquire);
+    if (f) return f;
+    if (void* libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD)) {
+        f = reinterpret_cast<Fn>(dlsym(libc, name));
+        dlclose(libc);
+    }
+    if (f) cache.store(f, std::memory_order_release);
+    return f;
+}
+std::atomic<dlopen_fn> g_libc_dlopen{nullptr};
+std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
+std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
+
+// Runs before any constructor of a library that depends on libldshim (the
+// preload's included), so their calls find the settings ready.
+[[gnu::constructor]] void read_settings() {
+    Settings s{};
+    if (!getauxval(AT_SECURE)) {
+        s.disabled = flag("LDSHIM_DISABLE");
+        s.debug = flag("LDSHIM_DEBUG");
+    }
+    g_settings = s;
+    // glibc's functions now: looked up later, inside dlerror(), the lookup
+    // itself would clear the error being asked for.
+    libc_function(g_libc_dlopen, "dlopen");
+    libc_function(g_libc_dlmopen, "dlmopen");
+    libc_function(g_libc_dlerror, "dlerror");
+    g_ready.store(true, std::memory_order_release);
+}
+
+// This thread is inside the model (its construction may itself dlopen).
+[[gnu::tls_model("initial-exec")]] thread_local bool t_inside = false;
+// What this thread last handed to `next`: a wrapper that saved ldshim's
+// front hook as its "original" calls back with exactly this (the same
+// pointer, the same next) -- that call goes to glibc instead of round again.
+[[gnu::tls_model("initial-exec")]] thread_local const char* t_forwarded_file = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local void* t_forwarded_next = nullptr;
+
+// The last failure of this thread, with glibc's text, until dlerror takes it.
+thread_local std::string t_error;
+thread_local std::string t_shown;
+thread_local bool t_error_set = false;
+
+void set_error(const std::string& e) noexcept {
+    try {
+        t_error = e;
+        t_error_set = !e.empty();
+    } catch (...) {
+        t_error_set = false;  // no memory for the text: glibc's dlerror() speaks
+    }
+}
+
+// "via libasan.so.8": the object that `next` lives in, unless it is libc.
+std::string interposer_of(const void* next) {
+    Dl_info info;
+    if (!next || !dladdr(next, &info) || !info.dli_fname) return {};
+    const char* base = std::strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return std::strcmp(base, LIBC_SO) == 0 ? std::string() : std::string(base);
+}
+
+void log_decision(const char* call, const char* file, const Resolution& r, const void* next) {
+    const char* kind = r.kind == Resolution::Kind::loaded      ? "already loaded"
+                       : r.kind == Resolution::Kind::found     ? "found"
+                       : r.kind == Resolution::Kind::not_found ? "not found"
+                                                               : "unresolved (passed on)";
+    std::string via = interposer_of(next);
+    const char* rule = std::strcmp(r.rule, kind) == 0 ? "" : r.rule;
+    std::fprintf(stderr, "ldshim: %s(\"%s\") from %s%s%s: %s%s%s%s%s\n", call, file, r.caller.c_str(),
+                 via.empty() ? "" : " via ", via.c_str(), kind, *rule ? " via " : "", rule,
+                 r.path.empty() ? "" : " -> ", r.path.c_str());
+    if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
+}
+
+// What glibc would do for `file` from `caller`.  False: ldshim has no answer
+// and the call must pass through.
+bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace,
+            const void* next, Resolution& r) noexcept {
+    if (!file || !g_ready.load(std::memory_order_acquire) || g_settings.disabled || t_inside) return false;
+    t_inside = true;
+    bool ok = true;
+    try {
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, g_settings.debug,
+                                            fresh_namespace);
+        if (g_settings.debug) log_decision(call, file, r, next);
+    } catch (...) {
+        ok = false;
+    }
+    t_inside = false;
+    return ok && r.kind != Resolution::Kind::failed;
+}
+
+// next(path, mode), remembered so that a call that comes straight back is
+// recognised; then the model and the hooks learn what changed.
+template <class Open>
+void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
+    const char* saved_file = t_forwarded_file;
+    void* saved_next = t_forwarded_next;
+    t_forwarded_file = path;
+    t_forwarded_next = next_id;
+    void* h = open();
+    t_forwarded_file = saved_file;
+    t_forwarded_next = saved_next;
+    if (changes) {
+        LiveProcess::instance().note_changed();
+        if (h) hooks::Engine::instance().refresh();  // patch what this dlopen brought in
+    }
+    return h;
+}
+
+bool came_back(const char* file, const void* next) {
+    return file && file == t_forwarded_file && next == t_forwarded_next;
+}
+
+}  // namespace
+
+const Settings& settings() { return g_settings; }
+
+void* libc_dlopen(const char* file, int mode) {
+    dlopen_fn f = libc_function(g_libc_dlopen, "dlopen");
+    return f ? f(file, mode) : nullptr;
+}
+
+}  // namespace ldshim::resolver
+
+using namespace ldshim::resolver;
+
+extern "C" {
+
+void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
+    if (!next) next = libc_dlopen;
+    if (came_back(file, reinterpret_cast<void*>(next))) return libc_dlopen(file, mode);
+    Resolution r;
+    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
+    auto id = reinterpret_cast<void*>(next);
+    switch (r.kind) {
+        case Resolution::Kind::loaded:
+            // By its own name: glibc returns the same object, one more reference.
+            t_error_set = false;
+            return next(r.path.empty() ? nullptr : r.path.c_str(), mode);
+        case Resolution::Kind::found:
+            t_error_set = false;
+            return open_through(id, r.path.c_str(), true, [&] { return next(r.path.c_str(), mode); });
+        case Resolution::Kind::not_found:
+            set_error(r.error);
+            // Leave glibc's own dlerror() with the same text: the same name
+            // with RTLD_NOLOAD fails the same way when glibc, asked from
+            // here, finds nothing either -- and loads nothing if it does.
+            if (!r.error.empty())
+                if (void* h = open_through(id, file, false, [&] { return next(file, mode | RTLD_NOLOAD); }))
+                    dlclose(h);
+            return nullptr;
+        case Resolution::Kind::failed: break;
+    }
+    return next(file, mode);
+}
+
+void* ldshim_dlopen_from(const void* caller, const char* file, int mode) {
+    return ldshim_dlopen_via(libc_dlopen, caller, file, mode);
+}
+
+void* ldshim_dlopen(const char* file, int mode) {
+    return ldshim_dlopen_via(libc_dlopen, __builtin_return_address(0), file, mode);
+}
+
+void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
+                         int mode) {
+    if (!next) next = libc_function(g_libc_dlmopen, "dlmopen");
+    if (!next) return nullptr;
+    if (lmid == LM_ID_BASE) {
+        // The base namespace is dlopen's; `next` still makes the final call.
+        Resolution r;
+        if (came_back(file, reinterpret_cast<void*>(next)) ||
+            !decide("dlmopen", caller, file, mode, false, reinterpret_cast<void*>(next), r))
+            return next(lmid, file, mode);
+        if (r.kind == Resolution::Kind::not_found) {
+            set_error(r.error);
+            return nullptr;
+        }
+        t_error_set = false;
+        const char* path = r.kind == Resolution::Kind::loaded && r.path.empty() ? nullptr : r.path.c_str();
+        return open_through(reinterpret_cast<void*>(next), path, r.kind == Resolution::Kind::found,
+                            [&] { return next(lmid, path, mode); });
+    }
+    // A fresh namespace is empty, so its search depends only on the caller
+    // and the process-wide state: ldshim can answer it.  An existing other
+    // namespace is invisible to ldshim: glibc decides.
+    Resolution r;
+    if (lmid != LM_ID_NEWLM || !decide("dlmopen", caller, file, mode, true, reinterpret_cast<void*>(next), r))
+        return next(lmid, file, mode);
+    if (r.kind == Resolution::Kind::not_found) {
+        set_error(r.error);
+        return nullptr;
+    }
+    t_error_set = false;
+    return next(LM_ID_NEWLM, r.path.c_str(), mode);
+}
+
+void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int mode) {
+    return ldshim_dlmopen_via(nullptr, lmid, caller, file, mode);
+}
+
+int ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size) {
+    if (!file || (!path && size)) return LDSHIM_ERR_INVALID_ARGUMENT;
+    Resolution r;
+    try {
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0);
+    } catch (...) {
+        return LDSHIM_ERR_NO_MEMORY;
+    }
+    if (r.kind == Resolution::Kind::failed) {
+        set_error(r.error);
+        return LDSHIM_ERR_SYSTEM;
+    }
+    if (r.kind == Resolution::Kind::not_found) {
+        set_error(r.error);
+        return LDSHIM_ERR_NOT_FOUND;
+    }
+    if (r.path.size() + 1 > size) return LDSHIM_ERR_BUFFER_TOO_SMALL;
+    std::memcpy(path, r.path.c_str(), r.path.size() + 1);
+    return r.kind == Resolution::Kind::loaded ? LDSHIM_ALREADY_LOADED : LDSHIM_OK;
+}
+
+char* ldshim_dlerror_via(char* (*next)(void)) {
+    if (t_error_set) {
+        t_error_set = false;
+        try {
+            t_shown = t_error;
+            return t_shown.data();
+        } catch (...) {
+        }
+    }
+    if (!next) next = libc_function(g_libc_dlerror, "dlerror");
+    return next ? next() : nullptr;
+}
+
+char* ldshim_dlerror(void) { return ldshim_dlerror_via(nullptr); }
+
+}  // extern "C"
