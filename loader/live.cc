@@ -99,17 +99,18 @@ LiveProcess::LiveProcess() {
         init_error_ = "cannot read /proc/self/exe";
         return;
     }
-    auto facts = read_facts(*img.image);
-    std::string rtld = (facts.ok && facts.facts.interp) ? *facts.facts.interp : "/lib64/ld-linux-x86-64.so.2";
+    // The loader's configuration is read in process: running `ld.so --help`
+    // (or keeping its answer under $HOME) is not acceptable inside someone
+    // else's process.  Where it cannot be derived exactly, ldshim does not
+    // guess: every request is "failed", i.e. left to glibc's own dlopen, and
+    // LDSHIM_DEBUG shows this reason with each of them.
     std::string err;
-    // A set-id process must not trust (or write) a cache under a HOME that
-    // its caller controls: ask the loader itself.
-    const bool secure = getauxval(AT_SECURE) != 0;
-    auto cfg = query_loader_cached(rtld, secure ? std::string() : default_cache_dir(), &err);
+    auto cfg = derive_in_process(&err);
     if (!cfg) {
-        init_error_ = err;
+        init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
         return;
     }
+    const bool secure = getauxval(AT_SECURE) != 0;
     cache_ = LdCache::load(fs_, cfg->cache_path);
     EngineOptions o;
     o.argv0 = argv0();

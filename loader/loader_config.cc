@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -59,13 +60,46 @@ HelpItem parse_item(std::string_view line) {
     return it;
 }
 
+constexpr std::string_view kX86HwcapNames[] = {"sse2", "x86_64", "avx512_1"};
+
 }  // namespace
 
+// (ld.so --list-diagnostics prints the real value, dl_dst_lib.)
+std::string dst_lib_of(const std::vector<std::string>& system_dirs) {
+    if (system_dirs.empty()) return {};
+    std::string_view first = system_dirs.front();
+    while (first.starts_with('/')) first.remove_prefix(1);
+    while (first.ends_with('/')) first.remove_suffix(1);
+    return std::string(first);
+}
+
 int x86_hwcap_bit(std::string_view name) {
-    static constexpr std::string_view names[] = {"sse2", "x86_64", "avx512_1"};
     for (int i = 0; i < 3; ++i)
-        if (names[i] == name) return i;
+        if (kX86HwcapNames[i] == name) return i;
     return -1;
+}
+
+LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
+                             std::optional<std::string> platform, std::uint64_t hwcap_searched) {
+    LoaderConfig cfg;
+    cfg.system_dirs = std::move(system_dirs);
+    cfg.dst_lib = dst_lib_of(cfg.system_dirs);
+    cfg.isa_levels = isa_levels | 1u;
+    // Built-in glibc-hwcaps names, best first; the levels are cumulative.
+    if (isa_levels & 8u) cfg.hwcaps_active.emplace_back("x86-64-v4");
+    if (isa_levels & 4u) cfg.hwcaps_active.emplace_back("x86-64-v3");
+    if (isa_levels & 2u) cfg.hwcaps_active.emplace_back("x86-64-v2");
+    cfg.hwcap_searched = hwcap_searched;
+    // Legacy strings (2.36): hwcap names in ascending bit order, the
+    // platform, then "tls".
+    std::vector<std::string> legacy;
+    for (std::size_t bit = 0; bit < std::size(kX86HwcapNames); ++bit)
+        if (hwcap_searched & (std::uint64_t{1} << bit)) legacy.emplace_back(kX86HwcapNames[bit]);
+    if (platform) legacy.push_back(*platform);
+    legacy.emplace_back("tls");
+    cfg.platform = std::move(platform);
+    cfg.subdirs = make_subdirs(cfg.hwcaps_active, legacy);
+    return cfg;
 }
 
 std::vector<std::string> make_subdirs(const std::vector<std::string>& hwcaps_active,
@@ -115,10 +149,15 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
         auto it = parse_item(line);
         switch (sec) {
             case Section::search:
+                // The system list is the last run of "system search path"
+                // entries: an LD_LIBRARY_PATH entry that is also a system
+                // directory carries that label too, ahead of the cache line.
                 if (it.tags == "system search path") {
                     std::string d(it.name);
                     if (d.empty() || d.back() != '/') d += '/';
                     cfg.system_dirs.push_back(std::move(d));
+                } else {
+                    cfg.system_dirs.clear();
                 }
                 break;
             case Section::hwcaps:
@@ -148,12 +187,7 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
         return std::nullopt;
     }
     cfg.platform = platform;
-    // $LIB is the first system directory without its slashes: lib/x86_64-linux-gnu
-    // on Debian, lib64 upstream.  (ld.so --list-diagnostics prints dl_dst_lib.)
-    std::string_view first = cfg.system_dirs.front();
-    while (first.starts_with('/')) first.remove_prefix(1);
-    while (first.ends_with('/')) first.remove_suffix(1);
-    cfg.dst_lib = std::string(first);
+    cfg.dst_lib = dst_lib_of(cfg.system_dirs);
 
     std::vector<std::string> legacy;
     if (saw_legacy) {

@@ -1,7 +1,9 @@
 // The facts about the running loader that the search depends on: system
 // directories, hwcaps subdirectories, $LIB, $PLATFORM, hwcap bits.  They are
-// read from the loader itself (`ld.so --help`), never hard-coded, so that the
-// CPU, GLIBC_TUNABLES and LD_HWCAP_MASK of the caller are honoured.
+// read from the loader itself, never hard-coded, so that the CPU,
+// GLIBC_TUNABLES and LD_HWCAP_MASK of the caller are honoured: ldsearch asks
+// a loader binary (`ld.so --help`, for any root or machine); the runtime
+// reads its own process's loader in place (derive_in_process).
 #pragma once
 
 #include <cstdint>
@@ -58,5 +60,57 @@ std::string default_cache_dir();
 
 // Bit number of an x86 legacy hwcap name ("sse2", "x86_64", "avx512_1"), or -1.
 int x86_hwcap_bit(std::string_view name);
+
+// $LIB as the system directories imply it: the first one without its
+// slashes (lib/x86_64-linux-gnu on Debian, lib64 upstream).  No loader prints
+// $LIB in --help; this holds for the Debian and upstream layouts.
+std::string dst_lib_of(const std::vector<std::string>& system_dirs);
+
+// The configuration `ld.so --help` describes, from its parts: the system
+// directories, the supported ISA levels (isa_levels bits), $PLATFORM and the
+// searched legacy hwcap bits (glibc 2.36: they and the platform give the
+// legacy subdirectories).  $LIB follows the first system directory, as in
+// parse_ld_so_help.
+LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
+                             std::optional<std::string> platform, std::uint64_t hwcap_searched);
+
+// ---- In process (loader_config_native.cc) ----
+//
+// derive_in_process: this process's own loader configuration -- what
+// `ld.so --help` prints when run with this process's environment -- computed
+// without spawning anything or writing anything (the runtime runs inside
+// other people's processes: seccomp sandboxes, MPI daemons that reap every
+// child, shared home directories).  Exact for glibc 2.36 on x86-64, the
+// version the engine emulates.  Anything else -- another glibc, another
+// architecture, a program started as `ld.so PROGRAM` (whose options are not
+// visible), a search list that cannot be accounted for -- returns nullopt
+// with the reason in *error; the runtime then leaves dlopen to glibc
+// (loader/live.cc) rather than guess.
+std::optional<LoaderConfig> derive_in_process(std::string* error);
+
+// glibc.cpu.hwcap_mask as ld.so 2.36 settles it from an environment block:
+// the last GLIBC_TUNABLES setting wins over LD_HWCAP_MASK (its first
+// occurrence); the default is HWCAP_IMPORTANT (x86_64 | avx512_1 = 6).
+// Both are ignored for set-id (AT_SECURE) processes.  Numbers are read like
+// ld.so's own _dl_strtoul (0x hex, leading-0 octal, saturation).
+std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure);
+
+// What precedes the system directories in RTLD_DI_SERINFO of ld.so's own
+// link map: the main program's RPATH list, then the LD_LIBRARY_PATH list.
+struct SerinfoPrefix {
+    std::optional<std::string> main_rpath;    // effective DT_RPATH (none when DT_RUNPATH exists)
+    std::optional<std::string> library_path;  // LD_LIBRARY_PATH as ld.so read it (the last one)
+    std::optional<std::string> origin;        // the main program's $ORIGIN
+    std::optional<std::string> platform;      // $PLATFORM
+    bool secure = false;                      // AT_SECURE
+};
+
+// The system directories (each ending in '/') from that list: the tail left
+// once the prefix, rebuilt from `p` with glibc's list rules, matches the
+// head exactly (with the RPATH list first, then without it: glibc drops an
+// RPATH list whose directories all turned out missing).  nullopt, with the
+// reason, when no reading accounts for the whole list.
+std::optional<std::vector<std::string>> system_dirs_from_serinfo(const std::vector<std::string>& serinfo,
+                                                                 const SerinfoPrefix& p, std::string* error);
 
 }  // namespace ldshim::loader

@@ -248,3 +248,54 @@ TEST(Resolver, dlmopen_new_namespace_from_a_library) {
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
 }
+
+// The runtime reads its loader's configuration in process: a dlopen through
+// libldshim, or through the preload, starts no process (no `ld.so --help`:
+// seccomp sandboxes forbid execve, MPI daemons reap every child) and writes
+// nothing (no cache file under a shared HOME).
+TEST(Resolver, runtime_spawns_nothing_and_writes_nothing) {
+    if (sh("command -v strace >/dev/null 2>&1") != 0) GTEST_SKIP() << "strace is not installed";
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.mkdir("home");
+    for (bool preload : {false, true}) {
+        SCOPED_TRACE(preload ? "LD_PRELOAD=libldshim_preload.so" : "ldshim_dlopen_from");
+        Env env = {{"HOME", t.abs("home")}, {"XDG_CACHE_HOME", t.abs("home/.cache")}, {"LDSHIM_LIB", LDSHIM_LIB_PATH}};
+        if (preload) env.emplace_back("LD_PRELOAD", PRELOAD_LIB_PATH);
+        std::string log = t.abs(preload ? "strace-preload.log" : "strace.log");
+        Capture c = t.real("bin/prog", {preload ? "l:libopenlibm.so" : "L:libopenlibm.so"}, env,
+                           "strace -f -qq -o " + quote(log) + " -e trace=execve,execveat,clone,clone3,fork,vfork");
+        // Found through libjulia's RPATH: ldshim's model answered, not a
+        // fallback to glibc from the wrong caller.
+        ASSERT_EQ(c.results.size(), 1u) << ::testing::PrintToString(c.errors);
+        std::vector<std::string> calls = read_lines(log);
+        ASSERT_FALSE(calls.empty()) << "strace wrote nothing";
+        std::vector<std::string> execs, others;
+        for (const auto& l : calls) {
+            if (l.find("execve(") != std::string::npos) execs.push_back(l);
+            else if (l.find("(") != std::string::npos) others.push_back(l);
+        }
+        // `env` and the program itself, nothing else.
+        ASSERT_EQ(execs.size(), 2u) << ::testing::PrintToString(calls);
+        EXPECT_NE(execs[1].find("bin/prog"), std::string::npos) << execs[1];
+        EXPECT_TRUE(others.empty()) << ::testing::PrintToString(others);
+        EXPECT_EQ(sh("test -z \"$(find " + quote(t.abs("home")) + " -mindepth 1 -print -quit)\""), 0)
+            << "files appeared under HOME";
+    }
+}
+
+// Where the configuration cannot be derived in process (here: the program
+// was started as `ld.so PROGRAM`), ldshim builds no model and passes every
+// call on to glibc, saying why under LDSHIM_DEBUG -- and still spawns nothing.
+TEST(Resolver, underivable_loader_configuration_is_passed_on_with_a_reason) {
+    Tree t;
+    t.julia({});
+    Capture c = t.real("/lib64/ld-linux-x86-64.so.2", {"bin/prog", "l:libz.so.1"},
+                       {{"LD_PRELOAD", PRELOAD_LIB_PATH}, {"LDSHIM_DEBUG", "1"}});
+    ASSERT_EQ(c.results.size(), 1u) << ::testing::PrintToString(c.errors);  // glibc answered
+    auto reason = std::find_if(c.errors.begin(), c.errors.end(), [](const std::string& l) {
+        return l.find("cannot model this process's loader") != std::string::npos;
+    });
+    EXPECT_NE(reason, c.errors.end()) << ::testing::PrintToString(c.errors);
+}

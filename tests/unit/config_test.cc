@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 using namespace ldshim::loader;
@@ -44,6 +52,19 @@ TEST(LoaderConfig, parses_glibc_236_help) {
                                                       "glibc-hwcaps/x86-64-v2/", "tls/x86_64/x86_64/", "tls/x86_64/",
                                                       "tls/x86_64/", "tls/", "x86_64/x86_64/", "x86_64/", "x86_64/",
                                                       ""}));
+}
+
+TEST(LoaderConfig, ld_library_path_entry_labelled_system_is_not_a_system_dir) {
+    // ld.so prints an LD_LIBRARY_PATH entry with the label of the pooled
+    // directory it shares with the system list.
+    std::string text = kHelp236;
+    text.replace(text.find("  (libraries located"), 0,
+                 "  /usr/lib (system search path)\n  /opt/x (LD_LIBRARY_PATH)\n");
+    auto cfg = parse_ld_so_help(text, nullptr);
+    ASSERT_TRUE(cfg);
+    EXPECT_EQ(cfg->system_dirs,
+              (std::vector<std::string>{"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"}));
+    EXPECT_EQ(cfg->dst_lib, "lib/x86_64-linux-gnu");
 }
 
 TEST(LoaderConfig, unsupported_level_is_not_searched) {
@@ -108,4 +129,233 @@ TEST(LoaderConfig, cached_answer_equals_fresh_answer) {
     ASSERT_TRUE(tuned && tuned_fresh);
     EXPECT_EQ(tuned->subdirs, tuned_fresh->subdirs);
     std::system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+// ---- The in-process derivation (loader_config_native.cc) ----
+
+TEST(LoaderConfig, assembled_from_parts_equals_the_parsed_help) {
+    auto parsed = parse_ld_so_help(kHelp236, nullptr);
+    ASSERT_TRUE(parsed);
+    LoaderConfig a = assemble_config(parsed->system_dirs, 0xF, "x86_64", 0x2);
+    EXPECT_EQ(a.system_dirs, parsed->system_dirs);
+    EXPECT_EQ(a.subdirs, parsed->subdirs);
+    EXPECT_EQ(a.hwcaps_active, parsed->hwcaps_active);
+    EXPECT_EQ(a.isa_levels, parsed->isa_levels);
+    EXPECT_EQ(a.platform, parsed->platform);
+    EXPECT_EQ(a.dst_lib, parsed->dst_lib);
+    EXPECT_EQ(a.hwcap_searched, parsed->hwcap_searched);
+}
+
+TEST(LoaderConfig, intel_avx512_machine_has_sixteen_legacy_subdirectories) {
+    // T = [x86_64, avx512_1, haswell, tls]: 3 glibc-hwcaps + 2^4 legacy entries.
+    LoaderConfig c = assemble_config({"/lib64/"}, 0xF, "haswell", 0x6);
+    ASSERT_EQ(c.subdirs.size(), 3u + 16u);
+    EXPECT_EQ(c.subdirs[3], "tls/haswell/avx512_1/x86_64/");
+    EXPECT_EQ(c.subdirs.back(), "");
+    EXPECT_EQ(c.dst_lib, "lib64");
+    // Only v2 usable; no platform at all.
+    LoaderConfig d = assemble_config({"/lib/"}, 0x3, std::nullopt, 0);
+    EXPECT_EQ(d.hwcaps_active, std::vector<std::string>{"x86-64-v2"});
+    EXPECT_EQ(d.subdirs, (std::vector<std::string>{"glibc-hwcaps/x86-64-v2/", "tls/", ""}));
+}
+
+TEST(InProcessConfig, hwcap_mask_follows_ld_so_precedence_and_number_syntax) {
+    auto mask = [](std::vector<const char*> env, bool secure = false) {
+        env.push_back(nullptr);
+        return hwcap_mask_from_env(env.data(), secure);
+    };
+    EXPECT_EQ(mask({}), 6u);  // HWCAP_IMPORTANT
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=0"}), 0u);
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0"}), 0u);
+    // The tunable wins over its alias in either order; the first alias counts.
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=0", "GLIBC_TUNABLES=glibc.cpu.hwcap_mask=2"}), 2u);
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=2", "LD_HWCAP_MASK=0"}), 2u);
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=4", "LD_HWCAP_MASK=0"}), 4u);
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=1:glibc.cpu.hwcap_mask=0x4"}), 4u);
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2:glibc.cpu.hwcap_mask=0"}), 0u);
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=junk:glibc.cpu.hwcap_mask=0"}), 0u);  // a piece without '=' is skipped
+    EXPECT_EQ(mask({"GLIBC_TUNABLES=glibc.cpu.hwcap_mask"}), 6u);         // no value: unset
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=010"}), 8u);                           // octal
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=0x2zz"}), 2u);                         // stops at junk
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=abc"}), 0u);
+    EXPECT_EQ(mask({"LD_HWCAP_MASK= -1"}), ~std::uint64_t{0});
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=99999999999999999999"}), ~std::uint64_t{0});
+    // Set-id processes read neither.
+    EXPECT_EQ(mask({"LD_HWCAP_MASK=0", "GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0"}, true), 6u);
+}
+
+TEST(InProcessConfig, system_directories_are_what_follows_rpath_and_ld_library_path) {
+    const std::vector<std::string> sys = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+    const std::vector<std::string> want = {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"};
+    auto with = [&](std::vector<std::string> head) {
+        head.insert(head.end(), sys.begin(), sys.end());
+        return head;
+    };
+    SerinfoPrefix none;
+    std::string err;
+    EXPECT_EQ(system_dirs_from_serinfo(sys, none, &err), want) << err;
+
+    // LD_LIBRARY_PATH naming system directories, an empty element, ';', duplicates, DSTs.
+    SerinfoPrefix p;
+    p.origin = "/opt/app/bin";
+    p.platform = "x86_64";
+    p.library_path = "/usr/lib::/lib/x86_64-linux-gnu/;rel//:$ORIGIN/../lib:$LIB/x:$PLATFORM:/usr/lib/";
+    auto serinfo = with({"/usr/lib", ".", "/lib/x86_64-linux-gnu", "rel", "/opt/app/bin/../lib",
+                         "lib/x86_64-linux-gnu/x", "x86_64"});
+    EXPECT_EQ(system_dirs_from_serinfo(serinfo, p, &err), want) << err;
+
+    // The main program's RPATH comes first ...
+    p.main_rpath = "/missing:$ORIGIN";
+    serinfo.insert(serinfo.begin(), {"/missing", "/opt/app/bin"});
+    EXPECT_EQ(system_dirs_from_serinfo(serinfo, p, &err), want) << err;
+    // ... unless glibc dropped it, all its directories missing.
+    p.main_rpath = "/missing";
+    EXPECT_EQ(system_dirs_from_serinfo(with({"/usr/lib", ".", "/lib/x86_64-linux-gnu", "rel", "/opt/app/bin/../lib",
+                                             "lib/x86_64-linux-gnu/x", "x86_64"}),
+                                       p, &err),
+              want)
+        << err;
+
+    // Set-id: no LD_LIBRARY_PATH; $ORIGIN only inside trusted directories.
+    SerinfoPrefix s;
+    s.secure = true;
+    s.origin = "/usr/lib/x86_64-linux-gnu/app";
+    s.library_path = "/tmp";
+    s.main_rpath = "$ORIGIN:/abs/$ORIGIN";
+    EXPECT_EQ(system_dirs_from_serinfo(with({"/usr/lib/x86_64-linux-gnu/app"}), s, &err), want) << err;
+
+    // Without a prefix the whole list is the system list ...
+    EXPECT_EQ(system_dirs_from_serinfo({"/opt/glibc/lib"}, none, &err), std::vector<std::string>{"/opt/glibc/lib/"});
+    // ... and a list the prefix does not account for is an error, not a guess.
+    SerinfoPrefix q;
+    q.library_path = "/a";
+    EXPECT_FALSE(system_dirs_from_serinfo(sys, q, &err));
+    EXPECT_FALSE(err.empty());
+    EXPECT_FALSE(system_dirs_from_serinfo(with({"/b"}), q, &err));
+    EXPECT_FALSE(system_dirs_from_serinfo({}, none, &err));
+    EXPECT_FALSE(system_dirs_from_serinfo({"relative"}, none, &err));
+}
+
+namespace {
+
+// The fields of a LoaderConfig as text, one "key value" line each, so that a
+// child process can hand its derivation to the test.
+std::string config_lines(const LoaderConfig& c) {
+    std::string s;
+    for (const auto& d : c.system_dirs) s += "CFG system_dir " + d + "\n";
+    for (const auto& d : c.subdirs) s += "CFG subdir " + d + "\n";
+    for (const auto& h : c.hwcaps_active) s += "CFG hwcaps_active " + h + "\n";
+    s += "CFG isa_levels " + std::to_string(c.isa_levels) + "\n";
+    s += c.platform ? "CFG platform " + *c.platform + "\n" : std::string("CFG no_platform -\n");
+    s += "CFG dst_lib " + c.dst_lib + "\n";
+    s += "CFG hwcap_searched " + std::to_string(c.hwcap_searched) + "\n";
+    return s;
+}
+
+// stdout of `argv` run with exactly `env` (nothing else inherited).
+std::string run_capture(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return {};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> a = argv, e = env;
+    std::vector<char*> av, ev;
+    for (auto& s : a) av.push_back(s.data());
+    for (auto& s : e) ev.push_back(s.data());
+    av.push_back(nullptr);
+    ev.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, av[0], &fa, nullptr, av.data(), ev.data());
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while (rc == 0 && ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) out.append(buf, static_cast<std::size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    if (rc == 0) waitpid(pid, &status, 0);
+    return out;
+}
+
+std::string self_exe() {
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+// Run only as a child of the test below (it reads the child's own loader).
+TEST(InProcessConfigChild, DISABLED_print_derived_config) {
+    std::string err;
+    auto cfg = derive_in_process(&err);
+    std::printf("%s", cfg ? config_lines(*cfg).c_str() : ("CFG error " + err + "\n").c_str());
+    std::fflush(stdout);
+}
+
+// Each setting runs in a fresh process: the unit test binary itself (the
+// child above) and the real loader's --help, with the same environment in
+// the same order.  The derivation must equal the parsed --help field by field.
+TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
+    const std::string self = self_exe();
+    ASSERT_FALSE(self.empty());
+    const std::vector<std::vector<std::string>> settings = {
+        {},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512VL,-BMI2"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-SSE4_2"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-SSE2"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-XSAVE,-XSAVEC"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-OSXSAVE"},
+        {"LD_HWCAP_MASK=0"},
+        {"LD_HWCAP_MASK=0xffffffff"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0"},
+        {"LD_HWCAP_MASK=0", "GLIBC_TUNABLES=glibc.cpu.hwcap_mask=6"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=2", "LD_HWCAP_MASK=0"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2:glibc.cpu.hwcap_mask=0"},
+        {"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0:glibc.cpu.hwcaps=-AVX512F,-SSE4_2", "LD_HWCAP_MASK=6"},
+        // ld.so 2.36 reads the hwcaps list on past the end of its value, into
+        // the variables that follow it: -AVX2 here counts too.
+        {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F", "FOO=x,-AVX2"},
+        // System directories found behind an LD_LIBRARY_PATH list.
+        {"LD_LIBRARY_PATH=/usr/lib::/nonexistent;$ORIGIN/x:$PLATFORM:$LIB", "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"},
+    };
+    for (const auto& env : settings) {
+        std::string label;
+        for (const auto& v : env) label += v + " ";
+        SCOPED_TRACE("env: " + label);
+        std::string child = run_capture(
+            {self, "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config", "--gtest_also_run_disabled_tests"},
+            env);
+        std::string got;
+        for (std::size_t pos = 0; (pos = child.find("CFG ", pos)) != std::string::npos;) {
+            auto nl = child.find('\n', pos);
+            got += child.substr(pos, nl - pos) + "\n";
+            pos = nl;
+        }
+        std::string err;
+        auto want = parse_ld_so_help(run_capture({"/lib64/ld-linux-x86-64.so.2", "--help"}, env), &err);
+        ASSERT_TRUE(want) << err;
+        EXPECT_EQ(got, config_lines(*want));
+        // --help does not print $LIB; --list-diagnostics does (and $PLATFORM).
+        std::string diag = "\n" + run_capture({"/lib64/ld-linux-x86-64.so.2", "--list-diagnostics"}, env);
+        EXPECT_NE(diag.find("\ndl_dst_lib=\"" + want->dst_lib + "\"\n"), std::string::npos) << diag;
+        EXPECT_NE(diag.find("\ndl_platform=\"" + want->platform.value_or("") + "\"\n"), std::string::npos) << diag;
+    }
+}
+
+// A program started as `ld.so PROGRAM` may carry loader options the process
+// cannot see (--glibc-hwcaps-prepend, --library-path ...): reported, not guessed.
+TEST(InProcessConfig, program_started_through_ld_so_is_reported_not_guessed) {
+    std::string out = run_capture({"/lib64/ld-linux-x86-64.so.2", self_exe(),
+                                   "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+                                   "--gtest_also_run_disabled_tests"},
+                                  {});
+    EXPECT_NE(out.find("CFG error no interpreter mapped"), std::string::npos) << out;
+    EXPECT_EQ(out.find("CFG system_dir"), std::string::npos) << out;
 }
