@@ -68,7 +68,11 @@ void *ldshim_dlmopen_via(void *(*next)(long, const char *, int), long lmid, cons
  * dlopen would open in `path`; LDSHIM_ALREADY_LOADED with the l_name of the
  * object it would return ("" for the main program); LDSHIM_ERR_NOT_FOUND
  * (the text glibc would give is then available from ldshim_dlerror());
- * LDSHIM_ERR_BUFFER_TOO_SMALL; LDSHIM_ERR_INVALID_ARGUMENT. */
+ * LDSHIM_ERR_BUFFER_TOO_SMALL; LDSHIM_ERR_INVALID_ARGUMENT (NULL file, or a
+ * NULL path with a non-zero size); LDSHIM_ERR_SYSTEM when this process's
+ * loader cannot be modelled (ldshim_dlerror() says why); LDSHIM_ERR_NO_MEMORY;
+ * LDSHIM_ERR_UNSUPPORTED when called from inside ldshim itself (a dlopen
+ * made while ldshim builds its model). */
 int ldshim_resolve(const void *caller, const char *file, int mode, char *path, size_t size);
 
 /* The error of this thread's last failed ldshim_dlopen* or ldshim_resolve

@@ -120,7 +120,7 @@ public:
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
 
-    // Keeping the model in step with a live process (loader/live.h): add an
+    // Keeping the model in step with a live process (resolver/live_process.h): add an
     // object that was loaded without the engine (its loader is unknown, as
     // for anything dlopen'ed), or mark one as gone.
     int adopt(Object o);

@@ -17,7 +17,7 @@
 //   LDSHIM_DEBUG=1    one line per decision on stderr
 #include "hooks/engine.h"
 #include "ldshim.h"
-#include "loader/live.h"
+#include "resolver/live_process.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -129,22 +129,37 @@ void log_decision(const char* call, const char* file, const Resolution& r, const
     if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
 }
 
-// What glibc would do for `file` from `caller`.  False: ldshim has no answer
-// and the call must pass through.
-bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace,
-            const void* next, Resolution& r) noexcept {
-    if (!file || !g_ready.load(std::memory_order_acquire) || g_settings.disabled || t_inside) return false;
+// Asks the model, with this thread marked as inside ldshim: the model's
+// construction may dlopen, and that call must pass through rather than
+// re-enter (the model is built once; a recursive build would abort).
+// False when re-entered or out of memory.
+bool ask_model(const void* caller, const char* file, int mode, bool fresh_namespace, bool details,
+               Resolution& r) noexcept {
+    if (t_inside) return false;
     t_inside = true;
     bool ok = true;
     try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, g_settings.debug,
-                                            fresh_namespace);
-        if (g_settings.debug) log_decision(call, file, r, next);
+        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, details, fresh_namespace);
     } catch (...) {
         ok = false;
     }
     t_inside = false;
-    return ok && r.kind != Resolution::Kind::failed;
+    return ok;
+}
+
+// What glibc would do for `file` from `caller`.  False: ldshim has no answer
+// and the call must pass through.
+bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace,
+            const void* next, Resolution& r) noexcept {
+    if (!file || !g_ready.load(std::memory_order_acquire) || g_settings.disabled) return false;
+    if (!ask_model(caller, file, mode, fresh_namespace, g_settings.debug, r)) return false;
+    if (g_settings.debug) {
+        try {
+            log_decision(call, file, r, next);
+        } catch (...) {
+        }
+    }
+    return r.kind != Resolution::Kind::failed;
 }
 
 // next(path, mode), remembered so that a call that comes straight back is
@@ -260,11 +275,7 @@ void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int m
 int ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size) {
     if (!file || (!path && size)) return LDSHIM_ERR_INVALID_ARGUMENT;
     Resolution r;
-    try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0);
-    } catch (...) {
-        return LDSHIM_ERR_NO_MEMORY;
-    }
+    if (!ask_model(caller, file, mode, false, false, r)) return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
     if (r.kind == Resolution::Kind::failed) {
         set_error(r.error);
         return LDSHIM_ERR_SYSTEM;

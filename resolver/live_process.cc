@@ -1,4 +1,4 @@
-#include "loader/live.h"
+#include "resolver/live_process.h"
 
 #include <pthread.h>
 
@@ -80,6 +80,8 @@ std::string argv0() {
 
 LiveProcess& LiveProcess::instance() {
     // Never destroyed: dlopen may be called from other threads during exit.
+    // Only reached through resolver/c_api.cc's guard, so a dlopen made while
+    // the model is being built passes through instead of recursing here.
     alignas(LiveProcess) static unsigned char storage[sizeof(LiveProcess)];
     static LiveProcess* p = [] {
         auto* lp = new (storage) LiveProcess();
