@@ -60,7 +60,13 @@ check replay_missing 3 "$LDSEARCH" --replay "$tmp/nothere"
 # The man page renders without warnings; the completion loads.
 src=$(dirname "$0")/../tools/ldsearch
 if command -v groff >/dev/null 2>&1; then
-    check man_page 0 sh -c "groff -man -Tutf8 -ww -z '$src/ldsearch.1' 2>&1 | (! grep .)"
+    man=$(dirname "$LDSEARCH")/ldsearch.1
+    check man_page 0 sh -c "groff -man -Tutf8 -ww -z '$man' 2>&1 | (! grep .)"
+    hooks_man=$(dirname "$LDSEARCH")/../ldshim-hooks/ldshim-hooks.1
+    check hooks_man_page 0 sh -c "groff -man -Tutf8 -ww -z '$hooks_man' 2>&1 | (! grep .)"
+    if [ -n "$PROJECT_VERSION" ]; then
+        grep -q "ldshim $PROJECT_VERSION" "$man" || { fail=$((fail+1)); echo "FAIL man page version"; }
+    fi
 fi
 check completion 0 bash -c ". /usr/share/bash-completion/bash_completion 2>/dev/null; . '$src/ldsearch.bash' && complete -p ldsearch"
 echo "$pass passed, $fail failed"
