@@ -207,8 +207,41 @@ int Engine::refresh() {
     return LDSHIM_OK;
 }
 
+bool Engine::loader_slots_taken_by(std::uintptr_t lo, std::uintptr_t hi) {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || !installed_) return false;  // a pass is running: it will see the slot
+    // Read a slot only while its object is still known (an unloaded one's
+    // record survives until the next full pass).
+    auto holds_theirs = [&](std::uintptr_t slot) {
+        dl_find_object found;
+        if (_dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) return false;
+        auto v = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_ACQUIRE);
+        // A lazy slot not bound yet points into its own object's PLT.
+        auto own_lo = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
+        auto own_hi = reinterpret_cast<std::uintptr_t>(found.dlfo_map_end);
+        return v >= lo && v < hi && !(v >= own_lo && v < own_hi);
+    };
+    bool taken = false;
+    for (const auto& [slot, p] : patches_) {
+        auto id = static_cast<HookId>(p.id);
+        if ((id == HookId::k_dlopen || id == HookId::k_dlmopen) && holds_theirs(slot)) taken = true;
+    }
+    for (const auto& [slot, id] : watched_)
+        if (holds_theirs(slot)) taken = true;
+    if (taken) {
+        try {
+            pass_locked(true);
+        } catch (const std::bad_alloc&) {
+        }
+    }
+    return taken;
+}
+
 void Engine::pass_locked(bool full, bool patch) {
-    if (full) seen_.clear();
+    if (full) {
+        seen_.clear();
+        watched_.clear();
+    }
     retry_ = false;
     std::vector<Candidate> found;
     std::unordered_set<std::uintptr_t> confirmed;  // slots that still hold our hook
@@ -270,12 +303,17 @@ void Engine::pass_locked(bool full, bool patch) {
         const HookDef& def = hook_def(c.id);
         std::atomic<void*>& next = g_next[c.id];
         bool loader = def.kind == HookKind::loader;
-        if (loader && in_ldshim(c.value)) continue;  // ldshim's preload already handles this call
         // What a call through the slot reaches today: the bound value, or for
-        // an unbound lazy slot what the loader would bind it to.
+        // an unbound lazy slot what the loader would bind it to.  A slot
+        // that leads to ldshim's preload already is left alone, and watched.
         std::uintptr_t target = c.value;
-        if (c.lazy) target = reinterpret_cast<std::uintptr_t>(resolve_unbound(def.name, c.version, c.object));
-        if (!target || (loader && in_ldshim(target))) continue;
+        if (!(loader && in_ldshim(target)) && c.lazy)
+            target = reinterpret_cast<std::uintptr_t>(resolve_unbound(def.name, c.version, c.object));
+        if (loader && (in_ldshim(c.value) || in_ldshim(target))) {
+            watched_[c.slot] = c.id;
+            continue;
+        }
+        if (!target) continue;
         void* expected = nullptr;
         void* v = reinterpret_cast<void*>(target);
         bool theirs = is_foreign(target, def.name);
@@ -376,6 +414,7 @@ int Engine::uninstall() {
     }
     patches_.clear();
     seen_.clear();
+    watched_.clear();
     installed_ = false;
     flags_ = 0;
     g_active_paths.store(0, std::memory_order_relaxed);

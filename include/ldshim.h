@@ -64,6 +64,16 @@ void *ldshim_dlopen_via(void *(*next)(const char *, int), const void *caller, co
 void *ldshim_dlmopen_via(void *(*next)(long, const char *, int), long lmid, const void *caller, const char *file,
                          int mode);
 
+/* For an entry point reached by symbol rather than through the caller's own
+ * import slot (an interposer's dlopen found through dlsym(RTLD_NEXT) or a
+ * saved pointer): when `return_address` lies in a library that interposes
+ * dlopen -- it defines dlopen itself, or its code sits in a dlopen import
+ * slot that ldshim had written -- the first return address further up the
+ * stack outside such libraries and ldshim (found with the unwinder);
+ * otherwise `return_address` itself.  Best effort: code without unwind
+ * information ends the walk, and then `return_address` is returned. */
+const void *ldshim_caller_behind(const void *return_address);
+
 /* The search alone, loading nothing.  Returns LDSHIM_OK with the path that
  * dlopen would open in `path`; LDSHIM_ALREADY_LOADED with the l_name of the
  * object it would return ("" for the main program); LDSHIM_ERR_NOT_FOUND

@@ -118,12 +118,15 @@ void write_hooks_log() {
 
 extern "C" {
 
+// Reached by symbol: through dlsym, a saved pointer, or another tool's
+// wrapper forwarding with RTLD_NEXT -- then the caller is behind that tool.
 __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
-    return ldshim_dlopen_via(next_dlopen(), __builtin_return_address(0), file, mode);
+    return ldshim_dlopen_via(next_dlopen(), ldshim_caller_behind(__builtin_return_address(0)), file, mode);
 }
 
 __attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
-    return ldshim_dlmopen_via(next_dlmopen(), lmid, __builtin_return_address(0), file, mode);
+    const void* caller = ldshim_caller_behind(__builtin_return_address(0));
+    return ldshim_dlmopen_via(next_dlmopen(), lmid, caller, file, mode);
 }
 
 __attribute__((visibility("default"))) char* dlerror(void) { return ldshim_dlerror_via(next_dlerror()); }

@@ -53,14 +53,21 @@ bool flag(const char* name) {
 // glibc's own functions, from libc's handle: a plain call to dlopen from
 // here would bind to the first definition in the process (the preload's),
 // and RTLD_NEXT finds nothing when libc comes before libldshim in scope.
+// The handle itself comes from whatever "dlopen" binds to (the preload's,
+// which asks ldshim, which may ask here again): that nested lookup answers
+// null instead of recursing, and the outer one fills the cache.
+[[gnu::tls_model("initial-exec")]] thread_local bool t_finding_libc = false;
+
 template <class Fn>
 Fn libc_function(std::atomic<Fn>& cache, const char* name) {
     Fn f = cache.load(std::memory_order_acquire);
-    if (f) return f;
+    if (f || t_finding_libc) return f;
+    t_finding_libc = true;
     if (void* libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD)) {
         f = reinterpret_cast<Fn>(dlsym(libc, name));
         dlclose(libc);
     }
+    t_finding_libc = false;
     if (f) cache.store(f, std::memory_order_release);
     return f;
 }

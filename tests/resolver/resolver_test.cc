@@ -20,6 +20,9 @@ using namespace ldshim::difftest;
 #ifndef INTERPOSER_SRC
 #error "INTERPOSER_SRC must name tests/resolver/fixtures/interposer.c"
 #endif
+#ifndef FORWARDER_SRC
+#error "FORWARDER_SRC must name tests/resolver/fixtures/forwarder.c"
+#endif
 
 namespace {
 
@@ -34,12 +37,31 @@ std::string interposer(const Tree& t) {
     return so;
 }
 
-// Runs `direct` ops, then the same program four more ways, each in a fresh
+// The three kinds of dlopen interposer, each a preloaded library: a
+// forwarder through dlsym(RTLD_NEXT) (sanitizers, profilers, tracers), a
+// forwarder through a pointer saved from libc, and the ucm-like GOT patcher.
+std::vector<std::pair<std::string, std::string>> interposer_kinds(const Tree& t) {
+    std::vector<std::pair<std::string, std::string>> kinds;
+    for (const char* k : {"NEXT_BY_RTLD_NEXT", "NEXT_SAVED_LIBC"}) {
+        std::string so = t.abs(std::string("forwarder_") + k + ".so");
+        if (sh("test -f " + quote(so)) != 0) {
+            EXPECT_EQ(sh("cc -O0 -shared -fPIC -D" + std::string(k) + " -o " + quote(so) + " " + quote(FORWARDER_SRC) +
+                         " -ldl"),
+                      0);
+        }
+        kinds.emplace_back(k, so);
+    }
+    kinds.emplace_back("GOT_PATCHER", interposer(t));
+    return kinds;
+}
+
+// Runs `direct` ops, then the same program more ways, each in a fresh
 // process: through ldshim_dlopen_from (l: -> L:, o: -> M:), with
 // libldshim_preload.so, with the ucm-like interposer calling
-// ldshim_dlopen_via, and with the interposer alone (glibc's view through an
-// interposer, which the caller checks for the bug).  The first four must
-// agree exactly; the fifth is returned.
+// ldshim_dlopen_via, with each kind of interposer in front of the preload
+// and behind it, and with the GOT patcher alone (glibc's view through an
+// interposer, which the caller checks for the bug).  All but the last must
+// agree exactly; the last is returned.
 struct Outcome {
     Capture glibc, broken;
 };
@@ -67,6 +89,13 @@ Outcome compare_all(const Tree& t, const std::string& prog, const std::vector<st
     fixed.emplace_back("LD_PRELOAD", interposer(t));
     fixed.emplace_back("INTERPOSER_USE_LDSHIM", "1");
     check(t.real(prog, direct, fixed), "interposer + ldshim_dlopen_via");
+    for (const auto& [kind, so] : interposer_kinds(t)) {
+        Env front = env, behind = env;
+        front.emplace_back("LD_PRELOAD", so + ":" + PRELOAD_LIB_PATH);
+        behind.emplace_back("LD_PRELOAD", std::string(PRELOAD_LIB_PATH) + ":" + so);
+        check(t.real(prog, direct, front), (kind + " in front of ldshim").c_str());
+        check(t.real(prog, direct, behind), (kind + " behind ldshim").c_str());
+    }
     bug.emplace_back("LD_PRELOAD", interposer(t));
     return {a, t.real(prog, direct, bug)};
 }
