@@ -27,7 +27,7 @@ namespace {
 template <class F>
 void each_object(F&& f) {
     std::function<int(dl_phdr_info&)> fn = std::forward<F>(f);
-    dl_iterate_phdr([](dl_phdr_info* info, std::size_t, void* p) { return (*static_cast<decltype(fn)*>(p))(*info); },
+    resolver::libc_dl_iterate_phdr([](dl_phdr_info* info, std::size_t, void* p) { return (*static_cast<decltype(fn)*>(p))(*info); },
                     &fn);
 }
 
@@ -182,7 +182,7 @@ struct Counters {
 };
 Counters counters() {
     Counters c;
-    dl_iterate_phdr(
+    resolver::libc_dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* p) {
             auto* cc = static_cast<Counters*>(p);
             cc->adds = info->dlpi_adds;

@@ -74,6 +74,8 @@ Fn libc_function(std::atomic<Fn>& cache, const char* name) {
 std::atomic<dlopen_fn> g_libc_dlopen{nullptr};
 std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
 std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
+using iterate_fn = int (*)(int (*)(dl_phdr_info*, std::size_t, void*), void*);
+std::atomic<iterate_fn> g_libc_iterate{nullptr};
 
 // Runs before any constructor of a library that depends on libldshim (the
 // preload's included), so their calls find the settings ready.
@@ -89,6 +91,7 @@ std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
     libc_function(g_libc_dlopen, "dlopen");
     libc_function(g_libc_dlmopen, "dlmopen");
     libc_function(g_libc_dlerror, "dlerror");
+    libc_function(g_libc_iterate, "dl_iterate_phdr");
     g_ready.store(true, std::memory_order_release);
 }
 
@@ -198,6 +201,11 @@ const Settings& settings() { return g_settings; }
 void* libc_dlopen(const char* file, int mode) {
     dlopen_fn f = libc_function(g_libc_dlopen, "dlopen");
     return f ? f(file, mode) : nullptr;
+}
+
+int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data) {
+    iterate_fn f = libc_function(g_libc_iterate, "dl_iterate_phdr");
+    return f ? f(callback, data) : dl_iterate_phdr(callback, data);
 }
 
 }  // namespace ldshim::resolver

@@ -1,4 +1,5 @@
 #include "resolver/live_process.h"
+#include "resolver/settings.h"
 
 #include <pthread.h>
 
@@ -34,7 +35,7 @@ struct Scan {
 Scan scan(const std::unordered_set<std::string>& known) {
     Scan s;
     s.known = &known;
-    dl_iterate_phdr(
+    ldshim::resolver::libc_dl_iterate_phdr(
         [](dl_phdr_info* info, size_t size, void* data) {
             auto* sc = static_cast<Scan*>(data);
             LiveObject lo;
@@ -59,7 +60,7 @@ Scan scan(const std::unordered_set<std::string>& known) {
 // Only the add/sub counters: the first callback has them, so stop there.
 std::pair<unsigned long long, unsigned long long> counters() {
     std::pair<unsigned long long, unsigned long long> c{0, 0};
-    dl_iterate_phdr(
+    ldshim::resolver::libc_dl_iterate_phdr(
         [](dl_phdr_info* info, size_t size, void* data) {
             auto* p = static_cast<std::pair<unsigned long long, unsigned long long>*>(data);
             if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) *p = {info->dlpi_adds, info->dlpi_subs};

@@ -2,6 +2,10 @@
 // modules of libldshim (the hooks engine honours LDSHIM_DISABLE too).
 #pragma once
 
+#include <link.h>
+
+#include <cstddef>
+
 namespace ldshim::resolver {
 
 struct Settings {
@@ -13,7 +17,11 @@ struct Settings {
 // and in secure mode.
 const Settings& settings();
 
-// glibc's dlopen itself, whatever else in the process defines "dlopen".
+// glibc's own functions, whatever else in the process defines the names: a
+// path translator (fakechroot) interposes dl_iterate_phdr too, and its
+// wrapper crashes when called before its constructor -- which ldshim's
+// start-up pass can be.  Every walk of the loaded objects goes through here.
 void* libc_dlopen(const char* file, int mode);
+int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data);
 
 }  // namespace ldshim::resolver

@@ -105,4 +105,49 @@ TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behave
     if (tried == 0) GTEST_SKIP() << "SKIPPED: no sanitizer runtime installed (gcc, clang)";
 }
 
+// The same for tools that wrap a program (`TOOL prog`), with ldshim already
+// in LD_PRELOAD: the same exit status, and the program's own output still
+// there (the tools add lines of their own, with process ids).
+TEST(Interposers, every_wrapping_tool_with_ldshim_in_ld_preload_behaves_as_without_ldshim) {
+    Tree t;
+    std::string threads = t.abs("dlopen_threads");
+    ASSERT_EQ(sh("cc -O1 -o " + quote(threads) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") +
+                 " -pthread -ldl"),
+              0);
+    struct Case {
+        std::string program, expect;
+    };
+    const std::vector<Case> programs = {
+        {"/bin/true", ""},
+        {"python3 -c 'import ssl, sqlite3, ctypes; print(\"imported\")'", "imported"},
+        {quote(threads), "of 800"},
+    };
+    const std::vector<std::string> tools = {"fakechroot", "heaptrack -o " + quote(t.abs("heaptrack"))};
+    int tried = 0;
+    for (const auto& tool : tools) {
+        if (sh("command -v " + tool.substr(0, tool.find(' ')) + " > /dev/null") != 0) {
+            std::printf("[ SKIPPED  ] %s: not installed\n", tool.c_str());
+            continue;
+        }
+        for (const auto& p : programs) {
+            // heaptrack records every allocation: 800 dlopen/dlclose take minutes under it.
+            if (tool.starts_with("heaptrack") && p.expect.starts_with("of ")) continue;
+            std::string out = t.abs(".out/tool");
+            int alone = sh("timeout 120 " + tool + " " + p.program + " > " + quote(out) + " 2>/dev/null");
+            std::string alone_out = read_file(out);
+            int with = sh("timeout 120 env LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " " + tool + " " + p.program +
+                          " > " + quote(out) + " 2>/dev/null");
+            std::string with_out = read_file(out);
+            EXPECT_EQ(with, alone) << tool << " " << p.program;
+            if (!p.expect.empty()) {
+                EXPECT_NE(alone_out.find(p.expect), std::string::npos) << tool << " alone: " << alone_out;
+                EXPECT_NE(with_out.find(p.expect), std::string::npos) << tool << " with ldshim: " << with_out;
+            }
+            std::printf("[ RUN      ] %-30.30s %-40.40s exit %d/%d\n", tool.c_str(), p.program.c_str(), alone, with);
+            ++tried;
+        }
+    }
+    if (tried == 0) GTEST_SKIP() << "SKIPPED: neither heaptrack nor fakechroot is installed";
+}
+
 }  // namespace
