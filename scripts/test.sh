@@ -1,27 +1,55 @@
 #!/bin/sh
-# Sets up, builds and runs every test suite (unit, differential, system
-# programs, command line), then prints one summary line counting the
-# individual test cases.  Exit status is meson test's.
+# Sets up, builds and runs every test suite, then prints one summary line
+# counting the individual test cases (both meson runs) and the whole-script
+# checks.  Exit status: non-zero if anything failed.
+#   meson suites as root      unit, differential, system programs, CLI, C API,
+#                             resolver, repro (real Open MPI + UCX), hooks, ...
+#   ThreadSanitizer           the registry and hooks concurrency tests
+#   ASan+UBSan+LSan           the in-process suites
+#   libFuzzer                 30 s per target (longer: scripts/fuzz.sh 300)
+#   normal user               the meson suites again, release build, not root
+#   build matrix              plain and clang builds (all of it: --full)
+#   Debian packages           build, lintian, install into a fresh root, use
+# Arguments go to the first meson test run (e.g. a suite name).
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 status=0
+checks_passed=0 checks_failed=0 checks_skipped=0
+check() { # NAME COMMAND...: one whole-script check; 77 means SKIPPED
+    name=$1; shift
+    echo "== $name"
+    rc=0; "$@" || rc=$?
+    case $rc in
+        0) checks_passed=$((checks_passed + 1)) ;;
+        77) checks_skipped=$((checks_skipped + 1)); echo "== $name: SKIPPED" ;;
+        *) checks_failed=$((checks_failed + 1)); status=1; echo "== $name: FAILED (exit $rc)" ;;
+    esac
+}
+
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
-# The registry's concurrency tests again, under ThreadSanitizer.
-echo "== ThreadSanitizer: memtype and hooks concurrency tests"
-./scripts/tsan.sh || status=$?
-# Everything that runs inside instrumented processes, under ASan+UBSan+LSan.
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites"
-./scripts/asan.sh || status=$?
-# Each libFuzzer target for 30 seconds (longer runs: scripts/fuzz.sh 300).
-echo "== libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser"
-./scripts/fuzz.sh 30 || status=$?
-python3 - build/meson-logs/testlog.junit.xml <<'PY' || true
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-cases = [c for c in root.iter('testcase')]
-failed = sum(1 for c in cases if c.find('failure') is not None or c.find('error') is not None)
-skipped = sum(1 for c in cases if c.find('skipped') is not None)
-print(f"{len(cases) - failed - skipped} passed, {failed} failed, {skipped} skipped")
+check "ThreadSanitizer: memtype and hooks concurrency tests" ./scripts/tsan.sh
+check "AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites" ./scripts/asan.sh
+check "libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser" ./scripts/fuzz.sh 30
+rm -f build/meson-logs/unprivileged.junit.xml
+check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
+check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
+check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
+
+python3 - "$checks_passed" "$checks_failed" "$checks_skipped" build/meson-logs/testlog.junit.xml \
+    build/meson-logs/unprivileged.junit.xml <<'PY' || true
+import os, sys, xml.etree.ElementTree as ET
+passed, failed, skipped = (int(x) for x in sys.argv[1:4])
+for path in sys.argv[4:]:
+    if not os.path.exists(path):
+        continue
+    for c in ET.parse(path).getroot().iter('testcase'):
+        if c.find('failure') is not None or c.find('error') is not None:
+            failed += 1
+        elif c.find('skipped') is not None:
+            skipped += 1
+        else:
+            passed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status
