@@ -110,7 +110,7 @@ sed -n 's/^\[ CASE     \] //p' "$work/cases.txt" | sed 's|/bin/\.\./|prefix/bin/
 grep '^\[ CASE ' "$work/cases.txt" | grep -q 'ldshim: FAIL\|mpirun: FAIL\|no-MPI: FAIL' && fail "ldshim FAIL in the table"
 
 step 6 "ldsearch against the real loader: every search of real programs, line for line"
-for cmd in "python3 -c 'import ssl, sqlite3, ctypes'" "$work/prefix/bin/julia libopenlibm.so nompi"; do
+for cmd in "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes'" "$work/prefix/bin/julia libopenlibm.so nompi"; do
     echo "\$ ldsearch --diff -- $cmd" | show
     # shellcheck disable=SC2086
     if eval "\"\$LDSEARCH\" --diff -- $cmd" > "$work/diff.txt" 2>&1; then

@@ -73,7 +73,7 @@ TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behave
               0);
     const std::vector<std::string> programs = {
         "/bin/true",
-        "python3 -c 'import ssl, sqlite3, ctypes; print(ssl.OPENSSL_VERSION_NUMBER > 0, sqlite3.sqlite_version)'",
+        "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes; print(ssl.OPENSSL_VERSION_NUMBER > 0, sqlite3.sqlite_version)'",
         quote(threads),
     };
     int tried = 0;
@@ -119,7 +119,7 @@ TEST(Interposers, every_wrapping_tool_with_ldshim_in_ld_preload_behaves_as_witho
     };
     const std::vector<Case> programs = {
         {"/bin/true", ""},
-        {"python3 -c 'import ssl, sqlite3, ctypes; print(\"imported\")'", "imported"},
+        {"/usr/bin/python3 -c 'import ssl, sqlite3, ctypes; print(\"imported\")'", "imported"},
         {quote(threads), "of 800"},
     };
     const std::vector<std::string> tools = {"fakechroot", "heaptrack -o " + quote(t.abs("heaptrack"))};

@@ -1,0 +1,97 @@
+// A preload is a guest in someone else's process: with libldshim_preload.so
+// the process starts no program and no process, opens no file for writing
+// that it would not open without ldshim, and a host that reaps every child
+// or forbids execve sees exactly what it sees without ldshim.
+#include "../differential/harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace ldshim::difftest;
+
+#ifndef PRELOAD_LIB_PATH
+#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
+#endif
+#ifndef FIXTURE_DIR
+#error "FIXTURE_DIR must name tests/interposers/fixtures"
+#endif
+
+namespace {
+
+std::string build_guest(Tree& t) {
+    std::string bin = t.abs("guest");
+    EXPECT_EQ(sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/guest.c") + " -ldl"), 0);
+    return bin;
+}
+
+struct Trace {
+    int processes = 0;                // clone/fork/vfork/execve calls
+    std::set<std::string> written;    // files opened for writing
+};
+
+// What `cmd` did, by strace, with or without the preload.
+Trace traced(Tree& t, const std::string& cmd, bool with_ldshim) {
+    std::string log = t.abs(with_ldshim ? ".out/strace-ldshim" : ".out/strace-plain");
+    std::string env = with_ldshim ? "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " " : std::string();
+    sh("strace -f -qq -o " + quote(log) +
+       " -e trace=execve,execveat,clone,clone3,fork,vfork,open,openat,creat env " + env + cmd + " > /dev/null 2>&1");
+    Trace tr;
+    static const std::regex writing(R"re((open|openat)\(.*"([^"]*)".*O_(WRONLY|RDWR|CREAT))re");
+    for (const auto& l : read_lines(log)) {
+        if (l.find("execve(") != std::string::npos || l.find("clone(") != std::string::npos ||
+            l.find("clone3(") != std::string::npos || l.find("fork(") != std::string::npos)
+            ++tr.processes;
+        std::smatch m;
+        if (l.find(" = -1 ") == std::string::npos && std::regex_search(l, m, writing)) tr.written.insert(m[2]);
+        if (l.find("creat(") != std::string::npos) tr.written.insert(l);
+    }
+    return tr;
+}
+
+}  // namespace
+
+TEST(Guest, a_preloaded_process_starts_nothing_and_writes_nothing_of_its_own) {
+    if (sh("command -v strace > /dev/null") != 0) GTEST_SKIP() << "SKIPPED: strace is not installed";
+    Tree t;
+    std::string guest = build_guest(t);
+    const std::vector<std::string> commands = {
+        quote(guest) + " reap libz.so.1",
+        "/usr/bin/python3 -c 'import ctypes, ssl, sqlite3; ctypes.CDLL(\"libz.so.1\")'",
+    };
+    for (const auto& cmd : commands) {
+        Trace plain = traced(t, cmd, false), ldshim = traced(t, cmd, true);
+        ASSERT_GT(plain.processes, 0) << "strace saw nothing: " << cmd;
+        EXPECT_EQ(ldshim.processes, plain.processes) << "processes started: " << cmd;
+        std::vector<std::string> extra;
+        std::set_difference(ldshim.written.begin(), ldshim.written.end(), plain.written.begin(), plain.written.end(),
+                            std::back_inserter(extra));
+        EXPECT_TRUE(extra.empty()) << cmd << " opened for writing with ldshim only: "
+                                   << ::testing::PrintToString(extra);
+        std::printf("[ GUEST    ] %-60.60s processes %d/%d, files written %zu/%zu\n", cmd.c_str(), plain.processes,
+                    ldshim.processes, plain.written.size(), ldshim.written.size());
+    }
+}
+
+TEST(Guest, a_host_that_reaps_every_child_or_forbids_execve_sees_no_difference) {
+    Tree t;
+    std::string guest = build_guest(t);
+    for (const char* mode : {"reap", "seccomp"}) {
+        std::string out = t.abs(".out/guest");
+        std::string cmd = quote(guest) + " " + mode + " libz.so.1";
+        ASSERT_EQ(sh(cmd + " > " + quote(out) + " 2>&1"), 0) << read_file(out);
+        std::string plain = read_file(out);
+        ASSERT_EQ(sh("env LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " " + cmd + " > " + quote(out) + " 2>&1"), 0)
+            << read_file(out);
+        std::string with = read_file(out);
+        EXPECT_EQ(with, plain) << mode;
+        EXPECT_NE(with.find("libz.so.1 loaded"), std::string::npos) << with;
+        if (std::string(mode) == "reap") {
+            EXPECT_NE(with.find("reaped 1, strangers 0, SIGCHLD 1"), std::string::npos) << with;
+        }
+    }
+}
