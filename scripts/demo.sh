@@ -6,7 +6,8 @@
 #      shown with ldsearch from both callers;
 #   4. the repair: LD_PRELOAD=libldshim_preload.so loads the right file again;
 #   5. the same on fifteen layouts of the report, on the real MPI stack;
-#   6. ldsearch checked against the real loader with --diff.
+#   6. the same bug and repair with AddressSanitizer, not UCX, in front;
+#   7. ldsearch checked against the real loader with --diff.
 # Every step checks what it shows; any wrong result names the step and the
 # script exits 1.  Sets up and builds first (scripts/setup.sh).
 set -eu
@@ -109,7 +110,40 @@ sed -n 's/^\[ CASE     \] //p' "$work/cases.txt" | sed 's|/bin/\.\./|prefix/bin/
 [ "$(grep -c '^\[ CASE ' "$work/cases.txt")" -ge 15 ] || fail "fewer than fifteen layouts ran"
 grep '^\[ CASE ' "$work/cases.txt" | grep -q 'ldshim: FAIL\|mpirun: FAIL\|no-MPI: FAIL' && fail "ldshim FAIL in the table"
 
-step 6 "ldsearch against the real loader: every search of real programs, line for line"
+step 6 "Not only UCX: a program built with -fsanitize=address, whose library has RUNPATH \$ORIGIN/plug"
+echo "ASan's runtime intercepts dlopen and calls the real one from its own library, so glibc"
+echo "searches from libasan and never sees the library's RUNPATH.  ldshim sits in front of every"
+echo "dlopen slot and hands ASan the path it found; ASan still sees the call."
+mkdir -p "$work/asan/lib/plug"
+cd "$work/asan"
+printf 'int plug(void) { return 7; }\n' > plug.c
+cat > host.c <<'C'
+#include <dlfcn.h>
+#include <stdio.h>
+int host_load(void) {
+    void *h = dlopen("libplug.so", RTLD_NOW);
+    if (!h) { printf("ERROR %s\n", dlerror()); return 1; }
+    printf("loaded lib/plug/libplug.so\n");
+    return 0;
+}
+C
+printf 'int host_load(void);\nint main(void) { return host_load(); }\n' > main.c
+cc -shared -fPIC -o lib/plug/libplug.so plug.c
+gcc -fsanitize=address -shared -fPIC -o lib/libhost.so host.c -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'
+gcc -fsanitize=address -o prog main.c -Llib -lhost -Wl,-rpath,'$ORIGIN/lib'
+libasan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
+echo "\$ ./prog"
+out=$(ASAN_OPTIONS=detect_leaks=0 ./prog 2>&1 | tail -1); echo "   $out"
+case $out in "ERROR libplug.so: cannot open shared object file"*) ;; *) fail "expected the sanitizer bug, got: $out" ;; esac
+echo "\$ LD_PRELOAD=libasan.so:libldshim_preload.so ./prog      (ASan wants its runtime first)"
+out=$(ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$libasan:$PRELOAD" ./prog 2>&1 | tail -1); echo "   $out"
+[ "$out" = "loaded lib/plug/libplug.so" ] || fail "ldshim did not repair the ASan case"
+echo "\$ LDSHIM_DEBUG=1 ..."
+ASAN_OPTIONS=detect_leaks=0 LDSHIM_DEBUG=1 LD_PRELOAD="$libasan:$PRELOAD" ./prog 2>&1 |
+    grep 'dlopen("libplug.so")' | head -1 | sed "s|$work/asan/||g; s/^/   /"
+cd "$root"
+
+step 7 "ldsearch against the real loader: every search of real programs, line for line"
 for cmd in "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes'" "$work/prefix/bin/julia libopenlibm.so nompi"; do
     echo "\$ ldsearch --diff -- $cmd" | show
     # shellcheck disable=SC2086
