@@ -7,6 +7,11 @@
 // The fixture libraries are compiled at start-up into a temporary directory.
 //   build/bench/resolver_bench            (Google Benchmark)
 //   build/bench/resolver_bench --loop=glibc|ldshim N   (N rounds of (b), for strace -c)
+//   build/bench/resolver_bench --front [ROUNDS]
+//       (a) through ldshim's front entry in libcaller's dlopen slot, with an
+//       interposer that forwards by dlsym(RTLD_NEXT) behind it (the process
+//       re-runs itself with that interposer in LD_PRELOAD), against
+//       ldshim_dlopen_from and glibc in the same process; prints the ratios.
 #include "ldshim.h"
 
 #include <benchmark/benchmark.h>
@@ -14,6 +19,10 @@
 #include <link.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +36,7 @@ void* (*g_caller_dlopen)(const char*, int) = nullptr;  // dlopen called from ins
 const void* g_caller_addr = nullptr;
 
 bool sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+void load_fixture();
 
 void build_fixture() {
     char tmpl[] = "/tmp/ldshim-rbench-XXXXXX";
@@ -41,7 +51,15 @@ void build_fixture() {
                " __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
                f);
     std::fclose(f);
+    // An interposer of the commonest kind: defines dlopen, forwards by RTLD_NEXT.
+    f = std::fopen((d + "/forwarder.c").c_str(), "w");
+    std::fputs("#define _GNU_SOURCE\n#include <dlfcn.h>\nvoid *dlopen(const char *n, int m) {\n"
+               "  void *(*next)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_NEXT, \"dlopen\");\n"
+               "  void *h = next(n, m); __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
+               f);
+    std::fclose(f);
     bool ok = sh("mkdir -p " + d + "/d1 " + d + "/d2 " + d + "/d3") &&
+              sh("cc -O2 -shared -fPIC -o " + d + "/libforwarder.so " + d + "/forwarder.c -ldl") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libtarget.so " + d + "/lib.c -Wl,-soname,libtarget.so.1") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libfar.so " + d + "/lib.c") &&
               sh("cc -shared -fPIC -o " + d + "/libcaller.so " + d + "/caller.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
@@ -50,9 +68,19 @@ void build_fixture() {
         std::fprintf(stderr, "resolver_bench: cannot build the fixture in %s\n", d.c_str());
         std::exit(1);
     }
-    void* h = dlopen((d + "/libcaller.so").c_str(), RTLD_NOW);
+    load_fixture();
+}
+
+void load_fixture() {
+    void* h = dlopen((g_dir + "/libcaller.so").c_str(), RTLD_NOW);
+    if (!h) {
+        std::fprintf(stderr, "resolver_bench: %s\n", dlerror());
+        std::exit(1);
+    }
     g_caller_dlopen = reinterpret_cast<void* (*)(const char*, int)>(dlsym(h, "caller_dlopen"));
     g_caller_addr = reinterpret_cast<const void*>(g_caller_dlopen);
+    // Behind the interposer (--front), libcaller's own call needs ldshim in front.
+    if (std::getenv("LDSHIM_BENCH_DIR") && ldshim_hooks_install(LDSHIM_HOOK_DLOPEN) != LDSHIM_OK) std::abort();
     // (a): libtarget is loaded once and stays loaded.
     if (!g_caller_dlopen("libtarget.so", RTLD_NOW)) std::abort();
 }
@@ -132,10 +160,73 @@ BENCHMARK(BM_third_rpath_ucx)->Name("b_third_rpath_dir/ucx_1.13_style");
 
 }  // namespace
 
+// Median of `rounds` timed blocks of `n` calls each, in ns per call.
+template <class F>
+double median_ns(F&& call, int rounds, int n) {
+    std::vector<double> per;
+    for (int r = 0; r < rounds; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < n; ++i) call();
+        std::chrono::duration<double, std::nano> dt = std::chrono::steady_clock::now() - t0;
+        per.push_back(dt.count() / n);
+    }
+    std::sort(per.begin(), per.end());
+    return per[per.size() / 2];
+}
+
+// (a) three ways in one process, interleaved so that they share the machine's
+// state: glibc from libcaller, ldshim_dlopen_from, and libcaller's own call
+// through its slot (ldshim's front entry, then the interposer, then glibc).
+int front_entry(int rounds) {
+    if (!std::getenv("LD_PRELOAD")) {
+        // Re-run with the interposer first in symbol order, as a tool puts it.
+        std::string self = "/proc/self/exe";
+        setenv("LD_PRELOAD", (g_dir + "/libforwarder.so").c_str(), 1);
+        std::string r = std::to_string(rounds);
+        execl(self.c_str(), "resolver_bench", "--front", r.c_str(), static_cast<char*>(nullptr));
+        std::perror("resolver_bench: exec");
+        return 1;
+    }
+    // glibc's own dlopen (libc's handle), and the interposer's (first in scope).
+    using dlopen_fn = void* (*)(const char*, int);
+    void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    auto glibc = reinterpret_cast<dlopen_fn>(libc ? dlsym(libc, "dlopen") : nullptr);
+    auto interposer = reinterpret_cast<dlopen_fn>(dlsym(RTLD_DEFAULT, "dlopen"));
+    if (!glibc || !interposer || glibc == interposer || !(ldshim_hooks_active() & LDSHIM_PATH_DLOPEN)) {
+        std::fprintf(stderr, "resolver_bench: the interposer or the front entry is not in place\n");
+        return 1;
+    }
+    const int n = 20000;
+    std::vector<double> f, v, p, i;
+    for (int r = 0; r < rounds; ++r) {
+        f.push_back(median_ns([] { dlclose(g_caller_dlopen("libtarget.so.1", RTLD_NOW)); }, 1, n));
+        v.push_back(median_ns([] { dlclose(ldshim_dlopen_from(g_caller_addr, "libtarget.so.1", RTLD_NOW)); }, 1, n));
+        p.push_back(median_ns([&] { dlclose(glibc("libtarget.so.1", RTLD_NOW)); }, 1, n));
+        i.push_back(median_ns([&] { dlclose(interposer("libtarget.so.1", RTLD_NOW)); }, 1, n));
+    }
+    auto med = [](std::vector<double>& x) { std::sort(x.begin(), x.end()); return x[x.size() / 2]; };
+    double front = med(f), via = med(v), plain = med(p), alone = med(i);
+    std::printf("a_loaded_by_soname, median of %d x %d calls (dlopen + dlclose)\n", rounds, n);
+    std::printf("  glibc dlopen                                  %7.0f ns\n", plain);
+    std::printf("  the interposer alone (RTLD_NEXT to glibc)     %7.0f ns\n", alone);
+    std::printf("  ldshim_dlopen_from, no interposer             %7.0f ns  ldshim adds %4.0f ns\n", via, via - plain);
+    std::printf("  front entry, the interposer behind it         %7.0f ns  ldshim adds %4.0f ns (%.2fx the line above)\n",
+                front, front - alone, (front - alone) / (via - plain));
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    build_fixture();
+    if (argc >= 2 && std::strcmp(argv[1], "--front") == 0 && std::getenv("LD_PRELOAD")) {
+        // The re-run: the fixture directory is passed on through the environment.
+        g_dir = std::getenv("LDSHIM_BENCH_DIR") ? std::getenv("LDSHIM_BENCH_DIR") : "";
+    }
+    if (g_dir.empty()) build_fixture();
+    else load_fixture();
     int rc = 0;
-    if (argc == 3 && std::strncmp(argv[1], "--loop=", 7) == 0) {
+    if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
+        setenv("LDSHIM_BENCH_DIR", g_dir.c_str(), 1);
+        rc = front_entry(argc >= 3 ? std::atoi(argv[2]) : 15);
+    } else if (argc == 3 && std::strncmp(argv[1], "--loop=", 7) == 0) {
         bool via = std::strcmp(argv[1] + 7, "ldshim") == 0;
         // Warm the model (and the loader-configuration cache) before counting.
         dlclose(ldshim_dlopen_from(g_caller_addr, "libfar.so", RTLD_NOW));
