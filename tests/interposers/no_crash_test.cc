@@ -65,12 +65,17 @@ Outcome run(Tree& t, const std::string& preload, const std::string& cmd) {
     return {rc, read_file(out)};
 }
 
+// The 4-thread dlopen/dlclose program, built into the tree; "" on failure.
+std::string build_threads(Tree& t) {
+    std::string bin = t.abs("dlopen_threads");
+    int rc = sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") + " -pthread -ldl");
+    return rc == 0 ? bin : std::string();
+}
+
 TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behaves_as_without_ldshim) {
     Tree t;
-    std::string threads = t.abs("dlopen_threads");
-    ASSERT_EQ(sh("cc -O1 -o " + quote(threads) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") +
-                 " -pthread -ldl"),
-              0);
+    std::string threads = build_threads(t);
+    ASSERT_FALSE(threads.empty());
     const std::vector<std::string> programs = {
         "/bin/true",
         "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes; print(ssl.OPENSSL_VERSION_NUMBER > 0, sqlite3.sqlite_version)'",
@@ -110,10 +115,8 @@ TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behave
 // there (the tools add lines of their own, with process ids).
 TEST(Interposers, every_wrapping_tool_with_ldshim_in_ld_preload_behaves_as_without_ldshim) {
     Tree t;
-    std::string threads = t.abs("dlopen_threads");
-    ASSERT_EQ(sh("cc -O1 -o " + quote(threads) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") +
-                 " -pthread -ldl"),
-              0);
+    std::string threads = build_threads(t);
+    ASSERT_FALSE(threads.empty());
     struct Case {
         std::string program, expect;
     };
