@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,14 +40,15 @@ Trace traced(Tree& t, const std::string& cmd, bool with_ldshim) {
     sh("strace -f -qq -o " + quote(log) +
        " -e trace=execve,execveat,clone,clone3,fork,vfork,open,openat,creat env " + env + cmd + " > /dev/null 2>&1");
     Trace tr;
-    static const std::regex writing(R"re((open|openat)\(.*"([^"]*)".*O_(WRONLY|RDWR|CREAT))re");
+    auto has = [](const std::string& l, const char* s) { return l.find(s) != std::string::npos; };
     for (const auto& l : read_lines(log)) {
-        if (l.find("execve(") != std::string::npos || l.find("clone(") != std::string::npos ||
-            l.find("clone3(") != std::string::npos || l.find("fork(") != std::string::npos)
-            ++tr.processes;
-        std::smatch m;
-        if (l.find(" = -1 ") == std::string::npos && std::regex_search(l, m, writing)) tr.written.insert(m[2]);
-        if (l.find("creat(") != std::string::npos) tr.written.insert(l);
+        if (has(l, "execve(") || has(l, "clone(") || has(l, "clone3(") || has(l, "fork(")) ++tr.processes;
+        // A successful open(at) or creat for writing: note the file's name.
+        bool opens = has(l, "open(") || has(l, "openat(") || has(l, "creat(");
+        bool writing = has(l, "O_WRONLY") || has(l, "O_RDWR") || has(l, "O_CREAT") || has(l, "creat(");
+        auto q1 = l.find('"'), q2 = q1 == std::string::npos ? q1 : l.find('"', q1 + 1);
+        if (opens && writing && !has(l, " = -1 ") && q2 != std::string::npos)
+            tr.written.insert(l.substr(q1 + 1, q2 - q1 - 1));
     }
     return tr;
 }
