@@ -207,34 +207,36 @@ int Engine::refresh() {
     return LDSHIM_OK;
 }
 
-bool Engine::loader_slots_taken_by(std::uintptr_t lo, std::uintptr_t hi) {
+bool Engine::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
     std::unique_lock lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock() || !installed_) return false;  // a pass is running: it will see the slot
-    // Read a slot only while its object is still known (an unloaded one's
-    // record survives until the next full pass).
-    auto holds_theirs = [&](std::uintptr_t slot) {
+    if (!lock.owns_lock() || !installed_) return false;  // a pass is running: it sees the slots
+    bool any = false, theirs = false;
+    // A slot is taken when it holds neither ldshim's entry nor a value in
+    // its own object (a lazy slot not bound yet) nor one in ldshim.  Read
+    // only while the object is still known (an unloaded one's record
+    // survives until the next full pass).
+    auto look = [&](std::uintptr_t slot, std::uintptr_t hook) {
         dl_find_object found;
-        if (_dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) return false;
+        if (_dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) return;
         auto v = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_ACQUIRE);
-        // A lazy slot not bound yet points into its own object's PLT.
         auto own_lo = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
         auto own_hi = reinterpret_cast<std::uintptr_t>(found.dlfo_map_end);
-        return v >= lo && v < hi && !(v >= own_lo && v < own_hi);
+        if (v == hook || (v >= own_lo && v < own_hi) || in_ldshim(v)) return;
+        any = true;
+        theirs = theirs || (v >= lo && v < hi);
     };
-    bool taken = false;
     for (const auto& [slot, p] : patches_) {
         auto id = static_cast<HookId>(p.id);
-        if ((id == HookId::k_dlopen || id == HookId::k_dlmopen) && holds_theirs(slot)) taken = true;
+        if (id == HookId::k_dlopen || id == HookId::k_dlmopen) look(slot, p.hook);
     }
-    for (const auto& [slot, id] : watched_)
-        if (holds_theirs(slot)) taken = true;
-    if (taken) {
+    for (const auto& [slot, id] : watched_) look(slot, 0);
+    if (any) {
         try {
             pass_locked(true);
         } catch (const std::bad_alloc&) {
         }
     }
-    return taken;
+    return theirs;
 }
 
 void Engine::pass_locked(bool full, bool patch) {

@@ -28,10 +28,11 @@ public:
     // dl_iterate_phdr step) when nothing changed.
     int refresh();
 
-    // Whether code in [lo, hi) has taken over a dlopen/dlmopen import slot
-    // that ldshim had written (a GOT patcher that ran after ldshim); such
-    // slots are put back in front of it at once, chaining to it.
-    bool loader_slots_taken_by(std::uintptr_t lo, std::uintptr_t hi);
+    // Puts back in front every dlopen/dlmopen import slot that someone took
+    // over since ldshim wrote or watched it (a GOT patcher that ran after
+    // ldshim), chaining to the new value; says whether code in [lo, hi) had
+    // taken one.
+    bool reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi);
 
 private:
     struct Patch {
@@ -67,7 +68,7 @@ private:
     std::unordered_map<std::uintptr_t, Patch> patches_;  // by slot
     // Loader slots left alone because they already lead to ldshim (bound to
     // the preload's dlopen): watched, so that a GOT patcher that takes one
-    // over later is noticed (loader_slots_taken_by).
+    // over later is noticed (reclaim_loader_slots).
     std::unordered_map<std::uintptr_t, int> watched_;  // slot -> hook id
     std::vector<Range> ldshim_ranges_;                  // segments of objects carrying the marker
 };

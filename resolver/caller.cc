@@ -43,32 +43,59 @@ bool defines_dlopen(const Extent& e) {
     return e.contains(f);
 }
 
-// The answer for the objects this thread asked about last: most calls come
-// from the same few places.  Keyed by link_map and base, so an object
-// mapped where an unloaded one was is asked again.
+// The answer for each object, asked once: a small table shared by all
+// threads, without a lock.  An entry is the link_map (published last) and
+// the object's base with the answer in bit 0 (bases are page-aligned); a
+// reader trusts an entry only if the map it read before and after agrees.
+// A collision simply asks again.
 struct CacheEntry {
-    const void* map;
-    std::uintptr_t lo;
-    bool defines;
+    std::atomic<const void*> map{nullptr};
+    std::atomic<std::uintptr_t> base_and_answer{0};
 };
-[[gnu::tls_model("initial-exec")]] thread_local CacheEntry t_cache[4];
-[[gnu::tls_model("initial-exec")]] thread_local unsigned t_next;
+constexpr std::size_t kCache = 256;
+CacheEntry g_cache[kCache];
 
 bool defines_dlopen_cached(const Extent& e) {
-    for (const CacheEntry& c : t_cache)
-        if (c.map == e.map && c.lo == e.lo) return c.defines;
+    CacheEntry& c = g_cache[(reinterpret_cast<std::uintptr_t>(e.map) >> 4) % kCache];
+    const void* before = c.map.load(std::memory_order_acquire);
+    std::uintptr_t v = c.base_and_answer.load(std::memory_order_acquire);
+    if (before == e.map && c.map.load(std::memory_order_acquire) == e.map && (v & ~std::uintptr_t{1}) == e.lo)
+        return (v & 1) != 0;
     bool d = defines_dlopen(e);
-    t_cache[t_next++ % 4] = {e.map, e.lo, d};
+    c.map.store(nullptr, std::memory_order_release);
+    c.base_and_answer.store(e.lo | (d ? 1 : 0), std::memory_order_release);
+    c.map.store(e.map, std::memory_order_release);
     return d;
 }
 
 // A GOT patcher that ran after ldshim holds a slot that ldshim had written
-// and forwards by symbol: looked for on each such call (cheap: only the
-// loader slots ldshim wrote are read), and the slot is put back in front.
+// or watched, and forwards by symbol.  Patchers write slots when they are
+// loaded (constructors) or when they load something, so the slots are read
+// again only after objects came or went -- once per change of
+// dl_iterate_phdr's counters, not on every call.
+std::atomic<unsigned long long> g_checked_at{~0ull};
+
+unsigned long long load_generation() {
+    unsigned long long g = 0;
+    ldshim::resolver::libc_dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* p) {
+            *static_cast<unsigned long long*>(p) = info->dlpi_adds + (info->dlpi_subs << 32);
+            return 1;
+        },
+        &g);
+    return g;
+}
+
 bool interposes_dlopen(const Extent& e) {
     if (!e.map) return false;
     if (defines_dlopen_cached(e)) return true;
-    return ldshim::hooks::Engine::instance().loader_slots_taken_by(e.lo, e.hi);
+    unsigned long long g = load_generation();
+    if (g_checked_at.load(std::memory_order_acquire) == g) return false;
+    // Every taken slot is put back in front, whoever took it: the
+    // generation is then settled for all callers.
+    bool theirs = ldshim::hooks::Engine::instance().reclaim_loader_slots(e.lo, e.hi);
+    g_checked_at.store(g, std::memory_order_release);
+    return theirs;
 }
 
 struct Walk {
