@@ -1,5 +1,4 @@
 #include "hooks/engine.h"
-#include "resolver/settings.h"
 
 #include "hooks/events.h"
 #include "hooks/object_scan.h"
@@ -7,6 +6,8 @@
 #include "hooks/slot_writer.h"
 #include "hooks/table.h"
 #include "ldshim.h"
+#include "memtype/epoch.h"
+#include "resolver/settings.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 
 namespace ldshim::hooks {
 
@@ -155,6 +157,74 @@ Engine& Engine::instance() {
 bool Engine::in_ldshim(std::uintptr_t addr) const {
     return std::any_of(ldshim_ranges_.begin(), ldshim_ranges_.end(),
                        [&](const Range& r) { return addr >= r.lo && addr < r.hi; });
+}
+
+namespace {
+
+// What each object's dlopen and dlmopen slots held before ldshim's front
+// entry: the entry calls exactly that, so a tool that took over one
+// object's slot is not handed the calls of another.  One immutable table,
+// rebuilt after a pass and swapped; readers (the front entries) take no
+// lock: they read under the registry's epoch reclamation, and a replaced
+// table is freed only once no reader can still be inside it.
+struct LoaderRow {
+    std::uintptr_t lo, hi;  // the object's extent
+    void* next[2];          // dlopen's, dlmopen's; null: not hooked there
+};
+struct LoaderTable {
+    std::vector<LoaderRow> rows;  // sorted by lo
+};
+std::atomic<const LoaderTable*> g_loader_table{nullptr};
+struct Retired {
+    const LoaderTable* table;
+    std::uint64_t epoch;
+};
+std::vector<Retired> g_retired;  // under the engine's lock
+
+int loader_index(int id) {
+    auto h = static_cast<HookId>(id);
+    return h == HookId::k_dlopen ? 0 : h == HookId::k_dlmopen ? 1 : -1;
+}
+
+}  // namespace
+
+void* loader_next(HookId id, const void* caller) {
+    int k = loader_index(static_cast<int>(id));
+    auto a = reinterpret_cast<std::uintptr_t>(caller);
+    if (k >= 0) {
+        memtype::EpochDomain::Guard guard(memtype::EpochDomain::instance());
+        if (const LoaderTable* t = g_loader_table.load(std::memory_order_acquire)) {
+            auto it = std::upper_bound(t->rows.begin(), t->rows.end(), a,
+                                       [](std::uintptr_t x, const LoaderRow& r) { return x < r.lo; });
+            if (it != t->rows.begin() && a < (--it)->hi && it->next[k]) return it->next[k];
+        }
+    }
+    return g_next[static_cast<int>(id)].load(std::memory_order_acquire);
+}
+
+void Engine::publish_loader_targets_locked() {
+    auto table = std::make_unique<LoaderTable>();
+    for (const auto& [slot, p] : patches_) {
+        int k = loader_index(p.id);
+        dl_find_object found;
+        if (k < 0 || _dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) continue;
+        auto lo = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
+        auto it = std::find_if(table->rows.begin(), table->rows.end(), [&](const LoaderRow& r) { return r.lo == lo; });
+        if (it == table->rows.end())
+            it = table->rows.insert(table->rows.end(),
+                                    {lo, reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), {nullptr, nullptr}});
+        it->next[k] = reinterpret_cast<void*>(p.target);
+    }
+    std::sort(table->rows.begin(), table->rows.end(), [](const LoaderRow& a, const LoaderRow& b) { return a.lo < b.lo; });
+    const LoaderTable* old = g_loader_table.exchange(table.release(), std::memory_order_acq_rel);
+    auto& epochs = memtype::EpochDomain::instance();
+    if (old) g_retired.push_back({old, epochs.advance()});
+    std::uint64_t oldest = epochs.oldest_reader();
+    std::erase_if(g_retired, [&](const Retired& r) {
+        if (r.epoch >= oldest) return false;
+        delete r.table;
+        return true;
+    });
 }
 
 int Engine::install(unsigned flags) {
@@ -328,6 +398,7 @@ void Engine::pass_locked(bool full, bool patch) {
         }
         foreign.push_back(theirs);
         c.write_value = reinterpret_cast<std::uintptr_t>(def.fn);
+        c.target = target;
         todo.push_back(std::move(c));
     }
 
@@ -356,7 +427,7 @@ void Engine::pass_locked(bool full, bool patch) {
         if (results[i] == SlotWriter::Result::written) {
             op.status = foreign[i] ? OpStatus::chained : OpStatus::patched;
             if (c.lazy) op.detail = "lazy slot, not bound yet";
-            patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.plainly_writable, c.object};
+            patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.plainly_writable, c.object, c.target};
             paths |= path_of(c.id);
         } else {
             op.status = OpStatus::failed;
@@ -367,6 +438,7 @@ void Engine::pass_locked(bool full, bool patch) {
     }
     g_active_paths.fetch_or(paths, std::memory_order_relaxed);
     for (Op& op : ops) OpLog::global().append(std::move(op));
+    if (full || !todo.empty()) publish_loader_targets_locked();
 }
 
 int Engine::uninstall() {

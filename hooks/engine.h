@@ -18,6 +18,13 @@
 
 namespace ldshim::hooks {
 
+enum class HookId : int;
+
+// What the front entry for dlopen or dlmopen (`id`) must call when reached
+// from `caller`: what that object's slot held before ldshim, or else the
+// hook's shared next.  No lock, no allocation.
+void* loader_next(HookId id, const void* caller);
+
 class Engine {
 public:
     static Engine& instance();
@@ -41,6 +48,7 @@ private:
         int id;
         bool plainly_writable;
         std::string object;
+        std::uintptr_t target;  // what the hook calls for this slot (its value before, or its binding)
     };
     struct Candidate {
         std::uintptr_t base, slot, value;
@@ -49,6 +57,7 @@ private:
         bool plainly_writable;
         std::string object, version;
         std::uintptr_t write_value = 0;  // what to store: the hook (or, on uninstall, the original)
+        std::uintptr_t target = 0;       // what the hook will call for this slot
     };
     struct Range {
         std::uintptr_t lo, hi;
@@ -58,6 +67,8 @@ private:
     // the records of slots that no longer hold a hook.
     void pass_locked(bool full, bool patch = true);
     bool in_ldshim(std::uintptr_t addr) const;
+    // Rebuilds the table loader_next() reads, after a pass.
+    void publish_loader_targets_locked();
 
     std::mutex mu_;
     bool installed_ = false;

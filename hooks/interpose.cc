@@ -65,13 +65,15 @@ extern "C" {
 // return address is in the true caller; the slot's previous value is next.
 // (ldshim_dlopen_via refreshes the hooks after a load.)
 [[gnu::visibility("hidden")]] void* ldshim_hook_dlopen(const char* file, int mode) {
-    auto real = next<void* (*)(const char*, int)>(HookId::k_dlopen);
-    return ldshim_dlopen_via(real, __builtin_return_address(0), file, mode);
+    const void* caller = __builtin_return_address(0);
+    auto real = reinterpret_cast<void* (*)(const char*, int)>(loader_next(HookId::k_dlopen, caller));
+    return ldshim_dlopen_via(real, caller, file, mode);
 }
 
 [[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
-    auto real = next<void* (*)(long, const char*, int)>(HookId::k_dlmopen);
-    return ldshim_dlmopen_via(real, lmid, __builtin_return_address(0), file, mode);
+    const void* caller = __builtin_return_address(0);
+    auto real = reinterpret_cast<void* (*)(long, const char*, int)>(loader_next(HookId::k_dlmopen, caller));
+    return ldshim_dlmopen_via(real, lmid, caller, file, mode);
 }
 
 [[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {

@@ -141,4 +141,21 @@ __attribute__((visibility("default"))) void* ucm_dlopen(const char* file, int mo
     return ldshim_dlopen_via(ucm_next, __builtin_return_address(0), file, mode);
 }
 
+// glibc starts the program through this after every library's constructor
+// has run: the first moment at which every other preload has written what
+// it writes.  ldshim looks at every dlopen slot again then (a full pass), so
+// a GOT patcher whose constructor ran after ldshim's is put behind ldshim
+// before main makes its first call.  The compat and current versions of the
+// symbol are one function in glibc 2.34 and later.
+using start_fn = int (*)(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
+__attribute__((visibility("default"))) int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
+                                                             void (*init)(), void (*fini)(), void (*rtld_fini)(),
+                                                             void* stack_end) {
+    auto real = reinterpret_cast<start_fn>(dlsym(RTLD_NEXT, "__libc_start_main"));
+    if (!real) real = reinterpret_cast<start_fn>(dlvsym(RTLD_NEXT, "__libc_start_main", "GLIBC_2.34"));
+    if (real) ldshim_hooks_install(LDSHIM_HOOK_DLOPEN);
+    if (!real) _exit(127);  // no libc to start the program with: nothing could run it
+    return real(main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 }  // extern "C"

@@ -197,6 +197,7 @@ bool came_back(const char* file, const void* next) {
 }  // namespace
 
 const Settings& settings() { return g_settings; }
+bool settings_ready() { return g_ready.load(std::memory_order_acquire); }
 
 void* libc_dlopen(const char* file, int mode) {
     dlopen_fn f = libc_function(g_libc_dlopen, "dlopen");

@@ -33,14 +33,16 @@ Extent extent_of(const void* addr) {
 // Whether the object defines dlopen itself (sanitizer runtimes, profilers,
 // path translators).  Asked through a real handle (a dependency's link_map
 // is not one), from libc's dlopen so that nothing interposed runs.
-bool defines_dlopen(const Extent& e) {
+// 1 yes, 0 no, -1 cannot tell yet (glibc's dlopen not found yet: this is
+// ldshim's own start-up) -- an answer that must not be kept.
+int defines_dlopen(const Extent& e) {
     const auto* map = static_cast<const link_map*>(e.map);
     const char* name = map->l_name && *map->l_name ? map->l_name : nullptr;
     void* h = ldshim::resolver::libc_dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) return false;
+    if (!h) return -1;
     auto f = reinterpret_cast<std::uintptr_t>(dlsym(h, "dlopen"));
     dlclose(h);
-    return e.contains(f);
+    return e.contains(f) ? 1 : 0;
 }
 
 // The answer for each object, asked once: a small table shared by all
@@ -61,11 +63,12 @@ bool defines_dlopen_cached(const Extent& e) {
     std::uintptr_t v = c.base_and_answer.load(std::memory_order_acquire);
     if (before == e.map && c.map.load(std::memory_order_acquire) == e.map && (v & ~std::uintptr_t{1}) == e.lo)
         return (v & 1) != 0;
-    bool d = defines_dlopen(e);
+    int d = defines_dlopen(e);
+    if (d < 0) return false;
     c.map.store(nullptr, std::memory_order_release);
-    c.base_and_answer.store(e.lo | (d ? 1 : 0), std::memory_order_release);
+    c.base_and_answer.store(e.lo | static_cast<std::uintptr_t>(d), std::memory_order_release);
     c.map.store(e.map, std::memory_order_release);
-    return d;
+    return d == 1;
 }
 
 // A GOT patcher that ran after ldshim holds a slot that ldshim had written
@@ -89,6 +92,7 @@ unsigned long long load_generation() {
 bool interposes_dlopen(const Extent& e) {
     if (!e.map) return false;
     if (defines_dlopen_cached(e)) return true;
+    if (!ldshim::resolver::settings_ready()) return false;  // start-up: the slots are being written now
     unsigned long long g = load_generation();
     if (g_checked_at.load(std::memory_order_acquire) == g) return false;
     // Every taken slot is put back in front, whoever took it: the

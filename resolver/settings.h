@@ -16,6 +16,8 @@ struct Settings {
 // Read once, before main (or when libldshim is loaded); all false until then
 // and in secure mode.
 const Settings& settings();
+// Whether the settings (and glibc's own functions) have been read.
+bool settings_ready();
 
 // glibc's own functions, whatever else in the process defines the names: a
 // path translator (fakechroot) interposes dl_iterate_phdr too, and its
