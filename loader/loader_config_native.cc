@@ -29,7 +29,14 @@
 
 #if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
 #include <cpuid.h>
+#if defined(__cplusplus) && defined(__clang__)
+// glibc 2.36's header spells C's _Bool, which g++ accepts and clang++ does not.
+#define _Bool bool
 #include <sys/platform/x86.h>
+#undef _Bool
+#else
+#include <sys/platform/x86.h>
+#endif
 #define LDSHIM_X86_FEATURES 1
 #else
 #define LDSHIM_X86_FEATURES 0
