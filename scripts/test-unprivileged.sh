@@ -9,6 +9,7 @@
 # build/meson-logs/unprivileged.junit.xml for test.sh's summary.
 set -eu
 cd "$(dirname "$0")/.."
+PATH=$PATH:/usr/sbin:/sbin  # useradd, userdel, runuser
 src=$PWD
 user=ldshim-unpriv
 
