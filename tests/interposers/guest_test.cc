@@ -2,7 +2,7 @@
 // the process starts no program and no process, opens no file for writing
 // that it would not open without ldshim, and a host that reaps every child
 // or forbids execve sees exactly what it sees without ldshim.
-#include "../differential/harness.h"
+#include "interposers.h"
 
 #include <gtest/gtest.h>
 
@@ -12,13 +12,6 @@
 #include <vector>
 
 using namespace ldshim::difftest;
-
-#ifndef PRELOAD_LIB_PATH
-#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
-#endif
-#ifndef FIXTURE_DIR
-#error "FIXTURE_DIR must name tests/interposers/fixtures"
-#endif
 
 namespace {
 

@@ -5,7 +5,7 @@
 // ssl/sqlite3/ctypes, or a program that dlopens and dlcloses in 4 threads.
 // (ldshim once died there with recursive_init_error: the sanitizer's start-up
 // called back into ldshim while ldshim's own first call was setting up.)
-#include "../differential/harness.h"
+#include "interposers.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +13,6 @@
 #include <vector>
 
 using namespace ldshim::difftest;
-
-#ifndef PRELOAD_LIB_PATH
-#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
-#endif
-#ifndef FIXTURE_DIR
-#error "FIXTURE_DIR must name tests/interposers/fixtures"
-#endif
 
 namespace {
 

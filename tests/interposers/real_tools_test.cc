@@ -9,7 +9,7 @@
 //   wrapper  ldshim already in LD_PRELOAD when the user runs `TOOL prog`
 // and that the tool is still active (its library mapped in the program).  Each row is printed as a line of the
 // table in docs/interposers.md.
-#include "../differential/harness.h"
+#include "interposers.h"
 
 #include <gtest/gtest.h>
 
@@ -17,10 +17,6 @@
 #include <vector>
 
 using namespace ldshim::difftest;
-
-#ifndef PRELOAD_LIB_PATH
-#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
-#endif
 
 namespace {
 

@@ -3,7 +3,7 @@
 // library's loads -- and no other library's -- in every preload order, also
 // when its constructor runs after ldshim's and it forwards straight to
 // glibc, and with a dlsym(RTLD_NEXT) forwarder first in line.
-#include "../differential/harness.h"
+#include "interposers.h"
 
 #include <gtest/gtest.h>
 
@@ -11,16 +11,6 @@
 #include <vector>
 
 using namespace ldshim::difftest;
-
-#ifndef PRELOAD_LIB_PATH
-#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
-#endif
-#ifndef FIXTURE_DIR
-#error "FIXTURE_DIR must name tests/interposers/fixtures"
-#endif
-#ifndef FORWARDER_SRC
-#error "FORWARDER_SRC must name tests/resolver/fixtures/forwarder.c"
-#endif
 
 TEST(Slots, a_patcher_of_one_library_sees_that_librarys_loads_and_no_other_in_every_order) {
     Tree t;
