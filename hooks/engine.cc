@@ -246,28 +246,10 @@ int Engine::install(unsigned flags) {
     return LDSHIM_OK;
 }
 
-namespace {
-struct Counters {
-    unsigned long long adds = 0, subs = 0;
-};
-Counters counters() {
-    Counters c;
-    resolver::libc_dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* p) {
-            auto* cc = static_cast<Counters*>(p);
-            cc->adds = info->dlpi_adds;
-            cc->subs = info->dlpi_subs;
-            return 1;  // the first object is enough
-        },
-        &c);
-    return c;
-}
-}  // namespace
-
 int Engine::refresh() {
     std::lock_guard lock(mu_);
     if (!installed_) return LDSHIM_OK;
-    Counters c = counters();
+    resolver::LoadCounters c = resolver::load_counters();
     if (c.adds == adds_ && c.subs == subs_ && !retry_) return LDSHIM_OK;
     try {
         pass_locked(c.subs != subs_);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -207,6 +208,18 @@ void* libc_dlopen(const char* file, int mode) {
 int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data) {
     iterate_fn f = libc_function(g_libc_iterate, "dl_iterate_phdr");
     return f ? f(callback, data) : dl_iterate_phdr(callback, data);
+}
+
+LoadCounters load_counters() {
+    LoadCounters c;
+    libc_dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t size, void* data) {
+            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+                *static_cast<LoadCounters*>(data) = {info->dlpi_adds, info->dlpi_subs};
+            return 1;  // the first object is enough
+        },
+        &c);
+    return c;
 }
 
 }  // namespace ldshim::resolver

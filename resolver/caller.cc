@@ -76,24 +76,16 @@ bool defines_dlopen_cached(const Extent& e) {
 // loaded (constructors) or when they load something, so the slots are read
 // again only after objects came or went -- once per change of
 // dl_iterate_phdr's counters, not on every call.
+// The counters as one word (a 16-byte atomic would need libatomic); the
+// initial value is never a real one, so the first call checks.
 std::atomic<unsigned long long> g_checked_at{~0ull};
-
-unsigned long long load_generation() {
-    unsigned long long g = 0;
-    ldshim::resolver::libc_dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* p) {
-            *static_cast<unsigned long long*>(p) = info->dlpi_adds + (info->dlpi_subs << 32);
-            return 1;
-        },
-        &g);
-    return g;
-}
 
 bool interposes_dlopen(const Extent& e) {
     if (!e.map) return false;
     if (defines_dlopen_cached(e)) return true;
     if (!ldshim::resolver::settings_ready()) return false;  // start-up: the slots are being written now
-    unsigned long long g = load_generation();
+    ldshim::resolver::LoadCounters c = ldshim::resolver::load_counters();
+    unsigned long long g = c.adds + (c.subs << 32);
     if (g_checked_at.load(std::memory_order_acquire) == g) return false;
     // Every taken slot is put back in front, whoever took it: the
     // generation is then settled for all callers.

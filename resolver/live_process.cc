@@ -57,19 +57,6 @@ Scan scan(const std::unordered_set<std::string>& known) {
     return s;
 }
 
-// Only the add/sub counters: the first callback has them, so stop there.
-std::pair<unsigned long long, unsigned long long> counters() {
-    std::pair<unsigned long long, unsigned long long> c{0, 0};
-    ldshim::resolver::libc_dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t size, void* data) {
-            auto* p = static_cast<std::pair<unsigned long long, unsigned long long>*>(data);
-            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) *p = {info->dlpi_adds, info->dlpi_subs};
-            return 1;
-        },
-        &c);
-    return c;
-}
-
 std::string argv0() {
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
     std::string a;
@@ -130,7 +117,7 @@ LiveProcess::LiveProcess() {
 // Bring the model in line with the loaded objects.
 void LiveProcess::sync_locked() {
     if (!dirty_) {
-        auto [adds, subs] = counters();
+        auto [adds, subs] = ldshim::resolver::load_counters();
         if (adds == adds_ && subs == subs_) return;
     }
     std::unordered_set<std::string> known;

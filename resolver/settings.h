@@ -26,4 +26,12 @@ bool settings_ready();
 void* libc_dlopen(const char* file, int mode);
 int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data);
 
+// dl_iterate_phdr's add and sub counters: they move whenever an object is
+// loaded or unloaded.  (The first callback has them; one step of the walk.)
+struct LoadCounters {
+    unsigned long long adds = 0, subs = 0;
+    bool operator==(const LoadCounters&) const = default;
+};
+LoadCounters load_counters();
+
 }  // namespace ldshim::resolver
