@@ -7,6 +7,7 @@
 #include "hooks/table.h"
 #include "ldshim.h"
 #include "memtype/epoch.h"
+#include "resolver/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -15,42 +16,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <memory>
 
 namespace ldshim::hooks {
 
 namespace {
-
-// dl_iterate_phdr with a capturing callable.  The loader's write lock is held
-// during the callback: nothing inside may call dladdr/dlsym/dlopen (lock
-// order inversion with a concurrent dlopen), so the engine scans and writes
-// inside and does every lookup between two iterations.
-template <class F>
-void each_object(F&& f) {
-    std::function<int(dl_phdr_info&)> fn = std::forward<F>(f);
-    resolver::libc_dl_iterate_phdr([](dl_phdr_info* info, std::size_t, void* p) { return (*static_cast<decltype(fn)*>(p))(*info); },
-                    &fn);
-}
-
-// dl_iterate_phdr lists an object as soon as it is mapped, before its
-// relocations are processed (another thread may be inside dlopen), and until
-// it is unmapped (after its finalizers ran).  glibc registers an object for
-// _dl_find_object only once it is relocated, and withdraws it first on
-// dlclose, so that is the test for "its GOT holds real values".  Lock-free:
-// safe inside the dl_iterate_phdr callback.
-bool relocated(const dl_phdr_info& info) {
-    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
-        if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
-        auto* addr = reinterpret_cast<void*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
-        // Objects never overlap, so the one registered at this address is the
-        // one being looked at.  (Only the copied range is read: the link_map
-        // itself is the loader's to publish.)
-        dl_find_object found;
-        return _dl_find_object(addr, &found) == 0 && found.dlfo_map_start <= addr && addr < found.dlfo_map_end;
-    }
-    return false;
-}
 
 bool is_foreign(std::uintptr_t value, const char* symbol) {
     Dl_info info;
@@ -101,32 +71,6 @@ void pin_self() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
         resolver::libc_dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
-// Writes a set of candidates, one protection change per page.  get(i) gives
-// the candidate (slot, value expected there, and `write_value`), done(i, r)
-// receives each result.
-template <class Get, class Done>
-void write_grouped(SlotWriter& writer, const std::vector<std::size_t>& which, Get&& get, Done&& done) {
-    std::vector<std::pair<std::uintptr_t, std::size_t>> order;  // (slot, index)
-    order.reserve(which.size());
-    for (std::size_t i : which) order.emplace_back(get(i).slot, i);
-    std::sort(order.begin(), order.end());
-    std::vector<SlotWriter::Item> items;
-    for (std::size_t a = 0; a < order.size();) {
-        std::uintptr_t page = SlotWriter::page_of(order[a].first);
-        std::size_t b = a;
-        items.clear();
-        bool plain = true;
-        for (; b < order.size() && SlotWriter::page_of(order[b].first) == page; ++b) {
-            const auto& c = get(order[b].second);
-            items.push_back({c.slot, c.value, c.write_value, SlotWriter::Result::unmapped});
-            plain = plain && c.plainly_writable;
-        }
-        writer.write_page(items.data(), items.size(), plain);
-        for (std::size_t k = a; k < b; ++k) done(order[k].second, items[k - a].result);
-        a = b;
-    }
 }
 
 }  // namespace
@@ -291,68 +235,127 @@ bool Engine::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
     return theirs;
 }
 
-void Engine::pass_locked(bool full, bool patch) {
-    if (full) {
-        seen_.clear();
-        watched_.clear();
-    }
-    retry_ = false;
-    std::vector<Candidate> found;
-    std::unordered_set<std::uintptr_t> confirmed;  // slots that still hold our hook
-    ldshim_ranges_.clear();
+namespace {
 
-    // 1. Scan (inside the loader lock: reads only).
-    each_object([&](dl_phdr_info& info) {
-        adds_ = info.dlpi_adds;
-        subs_ = info.dlpi_subs;
+// What a scan copies under the loader's lock (loaded_objects.h): plain data,
+// the object's name and the import's version copied into the text.
+struct RawCandidate {
+    std::uintptr_t base, slot, value;
+    int id;
+    bool lazy, plainly_writable;
+    std::size_t object, version;  // offsets in the text; npos: none
+};
+struct Segment {
+    std::uintptr_t lo, hi;
+};
+struct ScanRoom {
+    resolver::Scratch<RawCandidate> found;
+    resolver::Scratch<std::uintptr_t> confirmed, scanned;  // slots holding a hook; bases scanned
+    resolver::Scratch<Segment> ldshim;                     // segments of objects carrying the marker
+    resolver::ScratchText text;
+    resolver::LoadCounters counters;
+    bool half_loaded = false;
+
+    void reset(std::size_t n) {
+        found.reset(n);
+        confirmed.reset(n);
+        scanned.reset(n);
+        ldshim.reset(n);
+        text.reset(n * 64);
+        half_loaded = false;
+    }
+    bool overflowed() const {
+        return found.overflowed() || confirmed.overflowed() || scanned.overflowed() || ldshim.overflowed() ||
+               text.overflowed();
+    }
+    std::string string_at(std::size_t off) const { return off == resolver::ScratchText::npos ? std::string() : text.at(off); }
+};
+
+}  // namespace
+
+Engine::Scan Engine::scan_locked() {
+    ScanRoom room;
+    auto wanted = [this](const char* name) {
+        int id = find_hook(name);
+        return id >= 0 && in_hook_set(id, flags_);
+    };
+    resolver::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const resolver::LoadCounters& now) {
+        room.counters = now;
         ObjectImports obj(info);
         if (obj.has_ldshim_marker()) {
             for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
                 if (info.dlpi_phdr[i].p_type == PT_LOAD) {
                     std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
-                    ldshim_ranges_.push_back({lo, lo + info.dlpi_phdr[i].p_memsz});
+                    room.ldshim.push({lo, lo + info.dlpi_phdr[i].p_memsz});
                 }
-            return 0;
+            return true;
         }
-        if (!obj.ok() || seen_.count(info.dlpi_addr)) return 0;
+        if (!obj.ok() || seen_.count(info.dlpi_addr)) return true;
         if (!relocated(info)) {
-            retry_ = true;  // being loaded (or unloaded) by another thread: look again later
-            return 0;
+            room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
+            return true;
         }
-        seen_.insert(info.dlpi_addr);
-        auto wanted = [this](const char* name) {
-            int id = find_hook(name);
-            return id >= 0 && in_hook_set(id, flags_);
-        };
-        obj.for_each(wanted,
-                     [&](const Import& imp) {
-                         int id = find_hook(imp.name);
-                         const HookDef& def = hook_def(id);
-                         if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
-                         if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
-                         auto value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(imp.slot), __ATOMIC_ACQUIRE);
-                         if (value == reinterpret_cast<std::uintptr_t>(def.fn)) {
-                             confirmed.insert(imp.slot);
-                             return;
-                         }
-                         if (value == 0) return;  // an unresolved weak reference: nothing to call
-                         found.push_back({info.dlpi_addr, imp.slot, value, id, obj.contains(value),
-                                          obj.plainly_writable(imp.slot), info.dlpi_name ? info.dlpi_name : "",
-                                          imp.version ? imp.version : ""});
-                     });
-        return 0;
+        room.scanned.push(info.dlpi_addr);
+        std::size_t name = resolver::ScratchText::npos;  // copied with the object's first candidate
+        obj.for_each(wanted, [&](const Import& imp) {
+            int id = find_hook(imp.name);
+            const HookDef& def = hook_def(id);
+            if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
+            if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
+            auto value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(imp.slot), __ATOMIC_ACQUIRE);
+            if (value == reinterpret_cast<std::uintptr_t>(def.fn)) {
+                room.confirmed.push(imp.slot);
+                return;
+            }
+            if (value == 0) return;  // an unresolved weak reference: nothing to call
+            if (name == resolver::ScratchText::npos) name = room.text.put_string(info.dlpi_name);
+            std::size_t version = imp.version ? room.text.put_string(imp.version) : resolver::ScratchText::npos;
+            room.found.push({info.dlpi_addr, imp.slot, value, id, obj.contains(value), obj.plainly_writable(imp.slot),
+                             name, version});
+        });
+        return true;
     });
+
+    // The copies become the engine's records, outside the lock.
+    adds_ = room.counters.adds;
+    subs_ = room.counters.subs;
+    retry_ = room.half_loaded;
+    ldshim_ranges_.clear();
+    for (const Segment& g : room.ldshim.items()) ldshim_ranges_.push_back({g.lo, g.hi});
+    for (std::uintptr_t base : room.scanned.items()) seen_.insert(base);
+    Scan out;
+    out.confirmed = room.confirmed.items();
+    std::sort(out.confirmed.begin(), out.confirmed.end());
+    for (const RawCandidate& r : room.found.items())
+        out.found.push_back({r.base, r.slot, r.value, r.id, r.lazy, r.plainly_writable, room.string_at(r.object),
+                             room.string_at(r.version)});
+    return out;
+}
+
+void Engine::pass_locked(bool full, bool patch) {
+    if (full) {
+        seen_.clear();
+        watched_.clear();
+    }
+    // 1. Scan (inside the loader lock: reads only).
+    Scan scan = scan_locked();
     if (full)
-        std::erase_if(patches_, [&](const auto& kv) { return !confirmed.count(kv.first); });
+        std::erase_if(patches_, [&](const auto& kv) {
+            return !std::binary_search(scan.confirmed.begin(), scan.confirmed.end(), kv.first);
+        });
     if (!patch) {
         seen_.clear();
         return;
     }
-
     // 2. Decide what each hook calls (lookups: outside the loader lock).
-    std::vector<Op> ops;
+    std::vector<Candidate> todo = decide_locked(std::move(scan.found));
+    // 3. Write (inside the loader lock again), and log.
+    write_and_record_locked(todo);
+    if (full || !todo.empty()) publish_loader_targets_locked();
+}
+
+std::vector<Engine::Candidate> Engine::decide_locked(std::vector<Candidate> found) {
     std::vector<Candidate> todo;
-    std::vector<bool> foreign;
     for (Candidate& c : found) {
         const HookDef& def = hook_def(c.id);
         std::atomic<void*>& next = g_next[c.id];
@@ -378,49 +381,47 @@ void Engine::pass_locked(bool full, bool patch) {
             // through it, so it sees the calls it asked to see.
             next.store(v, std::memory_order_release);
         }
-        foreign.push_back(theirs);
-        c.write_value = reinterpret_cast<std::uintptr_t>(def.fn);
+        c.foreign = theirs;
         c.target = target;
         todo.push_back(std::move(c));
     }
+    return todo;
+}
 
-    // 3. Write (inside the loader lock again, so no object can go away
-    // between the check that it is there and the store).
-    std::unordered_map<std::uintptr_t, std::vector<std::size_t>> by_base;
-    for (std::size_t i = 0; i < todo.size(); ++i) by_base[todo[i].base].push_back(i);
-    std::vector<SlotWriter::Result> results(todo.size(), SlotWriter::Result::unmapped);
-    if (!todo.empty()) {
-        SlotWriter writer;
-        each_object([&](dl_phdr_info& info) {
-            auto it = by_base.find(info.dlpi_addr);
-            if (it == by_base.end() || !relocated(info)) return 0;
-            write_grouped(writer, it->second, [&](std::size_t i) -> const Candidate& { return todo[i]; },
-                          [&](std::size_t i, SlotWriter::Result r) { results[i] = r; });
-            return 0;
-        });
-    }
+void Engine::write_and_record_locked(std::vector<Candidate>& todo) {
+    std::vector<SlotWrite> writes;
+    writes.reserve(todo.size());
+    for (const Candidate& c : todo)
+        writes.push_back({c.base, c.slot, c.value, reinterpret_cast<std::uintptr_t>(hook_def(c.id).fn), c.plainly_writable});
+    write_slots(writes);
     unsigned paths = 0;
+    std::vector<Op> ops;
     for (std::size_t i = 0; i < todo.size(); ++i) {
         const Candidate& c = todo[i];
         const HookDef& def = hook_def(c.id);
         auto hook = reinterpret_cast<std::uintptr_t>(def.fn);
+        WriteResult result = writes[i].result;
+        if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
+            retry_ = true;
+            seen_.erase(c.base);
+            continue;
+        }
         Op op{c.object, def.name, c.version, c.slot, c.value, hook,
               reinterpret_cast<std::uintptr_t>(g_next[c.id].load()), OpStatus::patched, {}};
-        if (results[i] == SlotWriter::Result::written) {
-            op.status = foreign[i] ? OpStatus::chained : OpStatus::patched;
+        if (result == WriteResult::written) {
+            op.status = c.foreign ? OpStatus::chained : OpStatus::patched;
             if (c.lazy) op.detail = "lazy slot, not bound yet";
             patches_[c.slot] = {c.slot, c.value, hook, c.base, c.id, c.plainly_writable, c.object, c.target};
             paths |= path_of(c.id);
         } else {
             op.status = OpStatus::failed;
             op.new_value = c.value;
-            op.detail = SlotWriter::describe(results[i]);
+            op.detail = describe(result);
         }
         ops.push_back(std::move(op));
     }
     g_active_paths.fetch_or(paths, std::memory_order_relaxed);
     for (Op& op : ops) OpLog::global().append(std::move(op));
-    if (full || !todo.empty()) publish_loader_targets_locked();
 }
 
 int Engine::uninstall() {
@@ -429,41 +430,32 @@ int Engine::uninstall() {
     g_recording.store(false, std::memory_order_release);
     try {
         pass_locked(true, false);  // drop the records of objects that went away
+        std::vector<const Patch*> restoring;
+        std::vector<SlotWrite> writes;
+        for (const auto& kv : patches_) {
+            const Patch& p = kv.second;
+            restoring.push_back(&p);
+            writes.push_back({p.base, p.slot, p.hook, p.original, p.plainly_writable});
+        }
+        write_slots(writes);
         std::vector<Op> ops;
-        SlotWriter writer;
-        std::unordered_map<std::uintptr_t, std::vector<const Patch*>> by_base;
-        for (const auto& kv : patches_) by_base[kv.second.base].push_back(&kv.second);
-        each_object([&](dl_phdr_info& info) {
-            auto it = by_base.find(info.dlpi_addr);
-            if (it == by_base.end() || !relocated(info)) return 0;
-            std::vector<SlotWriter::Result> res(it->second.size());
-            std::vector<std::size_t> idx(it->second.size());
-            for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
-            write_grouped(
-                writer, idx,
-                [&](std::size_t k) {
-                    const Patch& p = *it->second[k];
-                    return Candidate{p.base, p.slot, p.hook, p.id, false, p.plainly_writable, {}, {}, p.original};
-                },
-                [&](std::size_t k, SlotWriter::Result r) { res[k] = r; });
-            for (std::size_t k = 0; k < idx.size(); ++k) {
-                const Patch& p = *it->second[k];
-                const HookDef& def = hook_def(p.id);
-                Op op{p.object, def.name, {}, p.slot, p.hook, p.original, 0, OpStatus::restored, {}};
-                if (res[k] == SlotWriter::Result::changed) {
-                    op.status = OpStatus::left;
-                    op.new_value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(p.slot), __ATOMIC_RELAXED);
-                    op.old_value = op.new_value;
-                    op.detail = "someone else rewrote the slot since; left as it is";
-                } else if (res[k] != SlotWriter::Result::written) {
-                    op.status = OpStatus::failed;
-                    op.new_value = p.hook;
-                    op.detail = SlotWriter::describe(res[k]);
-                }
-                ops.push_back(std::move(op));
+        for (std::size_t k = 0; k < writes.size(); ++k) {
+            const Patch& p = *restoring[k];
+            WriteResult result = writes[k].result;
+            if (result == WriteResult::unmapped) continue;  // its object went away since the pass
+            Op op{p.object, hook_def(p.id).name, {}, p.slot, p.hook, p.original, 0, OpStatus::restored, {}};
+            if (result == WriteResult::changed) {
+                op.status = OpStatus::left;
+                op.new_value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(p.slot), __ATOMIC_RELAXED);
+                op.old_value = op.new_value;
+                op.detail = "someone else rewrote the slot since; left as it is";
+            } else if (result != WriteResult::written) {
+                op.status = OpStatus::failed;
+                op.new_value = p.hook;
+                op.detail = describe(result);
             }
-            return 0;
-        });
+            ops.push_back(std::move(op));
+        }
         for (Op& op : ops) OpLog::global().append(std::move(op));
     } catch (const std::bad_alloc&) {
         return LDSHIM_ERR_NO_MEMORY;

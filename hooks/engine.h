@@ -50,22 +50,33 @@ private:
         std::string object;
         std::uintptr_t target;  // what the hook calls for this slot (its value before, or its binding)
     };
+    // An import slot found by a scan, not holding a hook yet.
     struct Candidate {
         std::uintptr_t base, slot, value;
         int id;
         bool lazy;  // the slot still points into its own object (unbound PLT)
         bool plainly_writable;
         std::string object, version;
-        std::uintptr_t write_value = 0;  // what to store: the hook (or, on uninstall, the original)
-        std::uintptr_t target = 0;       // what the hook will call for this slot
+        std::uintptr_t target = 0;  // what the hook will call for this slot
+        bool foreign = false;       // target is another tool's function, not the original
     };
     struct Range {
         std::uintptr_t lo, hi;
+    };
+    struct Scan {
+        std::vector<Candidate> found;
+        std::vector<std::uintptr_t> confirmed;  // slots that still hold a hook (sorted)
     };
 
     // full: rescan every object (after an unload); patch: false only prunes
     // the records of slots that no longer hold a hook.
     void pass_locked(bool full, bool patch = true);
+    // The steps of a pass.  Only scan_locked and the writes walk the loaded
+    // objects (under the loader's lock, without allocating); the decisions
+    // between them make lookups (dlsym, dladdr) that take that lock.
+    Scan scan_locked();
+    std::vector<Candidate> decide_locked(std::vector<Candidate> found);
+    void write_and_record_locked(std::vector<Candidate>& todo);
     bool in_ldshim(std::uintptr_t addr) const;
     // Rebuilds the table loader_next() reads, after a pass.
     void publish_loader_targets_locked();
@@ -82,6 +93,7 @@ private:
     // over later is noticed (reclaim_loader_slots).
     std::unordered_map<std::uintptr_t, int> watched_;  // slot -> hook id
     std::vector<Range> ldshim_ranges_;                  // segments of objects carrying the marker
+    std::size_t scan_room_ = 256;                       // what the last scan needed (loaded_objects.h)
 };
 
 }  // namespace ldshim::hooks

@@ -2,6 +2,7 @@
 
 #include "hooks/marker.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -40,6 +41,19 @@ bool note_has_marker(std::uintptr_t p, std::size_t size) {
 }
 
 }  // namespace
+
+bool relocated(const dl_phdr_info& info) {
+    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+        if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
+        auto* addr = reinterpret_cast<void*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
+        // Objects never overlap, so the one registered at this address is the
+        // one being looked at.  (Only the copied range is read: the link_map
+        // itself is the loader's to publish.)
+        dl_find_object found;
+        return _dl_find_object(addr, &found) == 0 && found.dlfo_map_start <= addr && addr < found.dlfo_map_end;
+    }
+    return false;
+}
 
 ObjectImports::ObjectImports(const dl_phdr_info& info)
     : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {

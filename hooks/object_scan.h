@@ -75,4 +75,11 @@ private:
     Table tables_[2];  // DT_RELA, DT_JMPREL
 };
 
+// Whether the object's relocations are done, so its slots hold real values.
+// dl_iterate_phdr lists an object as soon as it is mapped (another thread
+// may still be inside dlopen) and until it is unmapped; glibc registers it
+// for _dl_find_object only once it is relocated, and withdraws it first on
+// dlclose.  Lock-free, allocation-free: for use inside the walk.
+bool relocated(const dl_phdr_info& info);
+
 }  // namespace ldshim::hooks

@@ -1,5 +1,8 @@
 #include "hooks/slot_writer.h"
 
+#include "hooks/object_scan.h"
+#include "resolver/loaded_objects.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,13 +21,20 @@ std::uintptr_t page_size() {
     return ps;
 }
 
-}  // namespace
+std::uintptr_t page_of(std::uintptr_t addr) { return addr & ~(page_size() - 1); }
 
-bool SlotWriter::load() {
-    loaded_ = true;
-    maps_.clear();
+struct Mapping {
+    std::uintptr_t lo, hi;
+    int prot;
+};
+
+// Every mapping's protection, from /proc/self/maps (~1 ms with 500
+// libraries).  Read before the walk; the writer's own changes are undone
+// before it returns, so the copy stays true for the walk.
+std::vector<Mapping> read_protections() {
+    std::vector<Mapping> maps;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    if (fd < 0) return maps;
     std::string text;
     char buf[16384];
     for (;;) {
@@ -47,79 +57,119 @@ bool SlotWriter::load() {
             if (end && *end == ' ' && end + 4 <= text.c_str() + eol) {
                 int prot = (end[1] == 'r' ? PROT_READ : 0) | (end[2] == 'w' ? PROT_WRITE : 0) |
                            (end[3] == 'x' ? PROT_EXEC : 0);
-                maps_.push_back({lo, hi, prot});
+                maps.push_back({lo, hi, prot});
             }
         }
         pos = eol + 1;
     }
-    return !maps_.empty();
+    return maps;
 }
 
-int SlotWriter::protection(std::uintptr_t page) {
-    if (!loaded_) load();
-    auto it = std::upper_bound(maps_.begin(), maps_.end(), page,
+int protection(const std::vector<Mapping>& maps, std::uintptr_t page) {  // -1: not mapped
+    auto it = std::upper_bound(maps.begin(), maps.end(), page,
                                [](std::uintptr_t p, const Mapping& m) { return p < m.lo; });
-    if (it == maps_.begin()) return -1;
+    if (it == maps.begin()) return -1;
     --it;
     return page < it->hi ? it->prot : -1;
 }
 
-SlotWriter::Result SlotWriter::write(std::uintptr_t slot, std::uintptr_t expected, std::uintptr_t value,
-                                     bool plainly_writable) {
-    if (plainly_writable) {
-        std::uintptr_t seen = expected;
-        return __atomic_compare_exchange_n(reinterpret_cast<std::uintptr_t*>(slot), &seen, value, false,
+// The writes of one object that fall on one page.
+struct PageGroup {
+    std::uintptr_t base;
+    std::size_t first, count;  // in the sorted order
+    bool plainly_writable;     // every one of them
+};
+
+void compare_and_swap(SlotWrite& w) {
+    std::uintptr_t seen = w.expected;
+    w.result = __atomic_compare_exchange_n(reinterpret_cast<std::uintptr_t*>(w.slot), &seen, w.value, false,
                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED)
-                   ? Result::written
-                   : Result::changed;
-    }
-    std::uintptr_t page = slot & ~(page_size() - 1);
-    int prot = protection(page);
-    if (prot < 0) return Result::unmapped;
-    auto* p = reinterpret_cast<std::uintptr_t*>(slot);
-    bool need_write = (prot & PROT_WRITE) == 0;
-    if (need_write && mprotect(reinterpret_cast<void*>(page), page_size(), prot | PROT_WRITE) != 0)
-        return Result::protect_failed;
-    std::uintptr_t seen = expected;
-    bool ok = __atomic_compare_exchange_n(p, &seen, value, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-    // Put the previous protection back even when the exchange failed.
-    if (need_write) mprotect(reinterpret_cast<void*>(page), page_size(), prot);
-    return ok ? Result::written : Result::changed;
+                   ? WriteResult::written
+                   : WriteResult::changed;
 }
 
-void SlotWriter::write_page(Item* items, std::size_t n, bool plainly_writable) {
-    auto cas = [](Item& it) {
-        std::uintptr_t seen = it.expected;
-        it.result = __atomic_compare_exchange_n(reinterpret_cast<std::uintptr_t*>(it.slot), &seen, it.value, false,
-                                                __ATOMIC_RELEASE, __ATOMIC_RELAXED)
-                        ? Result::written
-                        : Result::changed;
-    };
-    if (n == 0) return;
+// Under the loader's lock: no allocation.
+void write_page(const std::vector<Mapping>& maps, SlotWrite* const* items, std::size_t n, bool plainly_writable) {
     if (plainly_writable) {
-        for (std::size_t i = 0; i < n; ++i) cas(items[i]);
+        for (std::size_t i = 0; i < n; ++i) compare_and_swap(*items[i]);
         return;
     }
-    std::uintptr_t page = items[0].slot & ~(page_size() - 1);
-    int prot = protection(page);
-    Result fail = prot < 0 ? Result::unmapped : Result::protect_failed;
+    std::uintptr_t page = page_of(items[0]->slot);
+    int prot = protection(maps, page);
     bool need_write = prot >= 0 && (prot & PROT_WRITE) == 0;
     if (prot < 0 || (need_write && mprotect(reinterpret_cast<void*>(page), page_size(), prot | PROT_WRITE) != 0)) {
-        for (std::size_t i = 0; i < n; ++i) items[i].result = fail;
+        for (std::size_t i = 0; i < n; ++i) items[i]->result = prot < 0 ? WriteResult::unmapped : WriteResult::protect_failed;
         return;
     }
-    for (std::size_t i = 0; i < n; ++i) cas(items[i]);
+    for (std::size_t i = 0; i < n; ++i) compare_and_swap(*items[i]);
+    // Put the previous protection back even where an exchange failed.
     if (need_write) mprotect(reinterpret_cast<void*>(page), page_size(), prot);
 }
 
-std::uintptr_t SlotWriter::page_of(std::uintptr_t addr) { return addr & ~(page_size() - 1); }
+std::vector<PageGroup> group_by_page(const std::vector<SlotWrite*>& order) {
+    std::vector<PageGroup> groups;
+    for (std::size_t a = 0; a < order.size();) {
+        PageGroup g{order[a]->base, a, 0, true};
+        std::uintptr_t page = page_of(order[a]->slot);
+        for (; a < order.size() && order[a]->base == g.base && page_of(order[a]->slot) == page; ++a, ++g.count)
+            g.plainly_writable = g.plainly_writable && order[a]->plainly_writable;
+        groups.push_back(g);
+    }
+    return groups;
+}
 
-const char* SlotWriter::describe(Result r) {
+}  // namespace
+
+void write_slots(std::vector<SlotWrite>& writes) {
+    if (writes.empty()) return;
+    std::vector<SlotWrite*> order;
+    order.reserve(writes.size());
+    for (SlotWrite& w : writes) {
+        w.result = WriteResult::unmapped;  // until its object is met in the walk
+        order.push_back(&w);
+    }
+    std::sort(order.begin(), order.end(),
+              [](const SlotWrite* a, const SlotWrite* b) { return a->base != b->base ? a->base < b->base : a->slot < b->slot; });
+    const std::vector<PageGroup> groups = group_by_page(order);
+    bool need_maps = std::any_of(groups.begin(), groups.end(), [](const PageGroup& g) { return !g.plainly_writable; });
+    // The protections read before the walk hold for it unless an object is
+    // unloaded in between (another could be mapped at its place): then read
+    // them again.  A few tries; after that the writes wait for the next pass.
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        resolver::LoadCounters before = resolver::load_counters();
+        std::vector<Mapping> maps;
+        if (need_maps) maps = read_protections();
+        bool stale = false;
+        resolver::for_each_loaded([&](const dl_phdr_info& info, const resolver::LoadCounters& now) {
+            if (now.subs != before.subs) {
+                stale = true;  // the same for every object of a walk: nothing was written yet
+                return false;
+            }
+            auto g = std::lower_bound(groups.begin(), groups.end(), info.dlpi_addr,
+                                      [](const PageGroup& x, std::uintptr_t b) { return x.base < b; });
+            if (g == groups.end() || g->base != info.dlpi_addr) return true;
+            bool ready = relocated(info);
+            for (; g != groups.end() && g->base == info.dlpi_addr; ++g) {
+                if (ready) {
+                    write_page(maps, &order[g->first], g->count, g->plainly_writable);
+                } else {
+                    for (std::size_t i = 0; i < g->count; ++i) order[g->first + i]->result = WriteResult::unloading;
+                }
+            }
+            return true;
+        });
+        if (!stale) return;
+    }
+    for (SlotWrite& w : writes) w.result = WriteResult::unloading;
+}
+
+const char* describe(WriteResult r) {
     switch (r) {
-        case Result::written: return "";
-        case Result::changed: return "the slot changed while it was being written";
-        case Result::protect_failed: return "mprotect refused to make the page writable";
-        case Result::unmapped: return "the slot's page is not mapped";
+        case WriteResult::written: return "";
+        case WriteResult::changed: return "the slot changed while it was being written";
+        case WriteResult::protect_failed: return "mprotect refused to make the page writable";
+        case WriteResult::unmapped: return "the slot's object or page is no longer mapped";
+        case WriteResult::unloading: return "objects were being loaded or unloaded; left for the next pass";
     }
     return "";
 }

@@ -63,6 +63,15 @@ FactsResult read_facts(std::span<const std::byte> image);
 // pointer is checked to lie inside one of the object's PT_LOAD segments
 // before it is read.  The class, machine and type are those of this process.
 FactsResult read_loaded_facts(std::uintptr_t base, const void* phdr, std::size_t phnum);
+// The same in two steps, for a caller inside dl_iterate_phdr's callback,
+// where nothing may allocate (resolver/loaded_objects.h).
+// copy_loaded_facts() copies what the facts need into `out` and returns how
+// many bytes that takes: more than out.size() means the copy is incomplete,
+// to be made again with that much room.  decode_loaded_facts() reads a
+// complete copy, after the walk.
+std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr, std::size_t phnum,
+                              std::span<std::byte> out) noexcept;
+FactsResult decode_loaded_facts(std::span<const std::byte> copy);
 
 // The same facts through libelf (elfutils), for any class and byte order.
 // Slower (it builds section tables and makes four reads per file); kept as

@@ -256,17 +256,23 @@ std::optional<std::vector<std::string>> read_serinfo(link_map* map) {
 }
 
 // The main program's dynamic section, in memory (the first object
-// dl_iterate_phdr reports).
+// dl_iterate_phdr reports).  Read after the walk: nothing may allocate inside
+// it, and the main program is never unloaded.
 std::optional<ObjectFacts> main_program_facts() {
-    std::optional<ObjectFacts> out;
+    struct Where {
+        std::uintptr_t base = 0;
+        const void* phdr = nullptr;
+        std::size_t phnum = 0;
+    } main;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {
-            auto r = read_loaded_facts(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
-            if (r.ok) *static_cast<std::optional<ObjectFacts>*>(data) = std::move(r.facts);
+            *static_cast<Where*>(data) = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
             return 1;
         },
-        &out);
-    return out;
+        &main);
+    auto r = read_loaded_facts(main.base, main.phdr, main.phnum);
+    if (!r.ok) return std::nullopt;
+    return std::move(r.facts);
 }
 
 // The main program's $ORIGIN as ld.so finds it: /proc/self/exe, else

@@ -18,6 +18,7 @@
 #include "hooks/engine.h"
 #include "ldshim.h"
 #include "resolver/live_process.h"
+#include "resolver/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -212,13 +213,10 @@ int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), voi
 
 LoadCounters load_counters() {
     LoadCounters c;
-    libc_dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t size, void* data) {
-            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
-                *static_cast<LoadCounters*>(data) = {info->dlpi_adds, info->dlpi_subs};
-            return 1;  // the first object is enough
-        },
-        &c);
+    for_each_loaded([&](const dl_phdr_info&, const LoadCounters& now) {
+        c = now;
+        return false;  // the first object is enough
+    });
     return c;
 }
 

@@ -1,4 +1,5 @@
 #include "resolver/live_process.h"
+#include "resolver/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <pthread.h>
@@ -24,36 +25,68 @@ struct LiveObject {
 };
 
 struct Scan {
-    const std::unordered_set<std::string>* known = nullptr;
     std::vector<LiveObject> objects;
-    unsigned long long adds = 0, subs = 0;
+    ldshim::resolver::LoadCounters counters;
 };
 
-// One pass of dl_iterate_phdr (namespace 0, the one the model covers).
-// Everything that reads an object's memory happens inside the callback,
-// where the loader's lock keeps another thread's dlclose from unmapping it.
-Scan scan(const std::unordered_set<std::string>& known) {
+// What one walk copies per object, under the loader's lock
+// (resolver/loaded_objects.h): its name, its PT_LOAD segments, and for an
+// object the model does not know, the raw facts (copy_loaded_facts).
+struct Visited {
+    std::size_t name;  // offset in the text
+    std::size_t first_segment, segments;
+    std::size_t facts, facts_size;  // in the text; npos: not copied
+};
+struct Segment {
+    std::uintptr_t lo, hi;
+};
+struct ScanRoom {
+    ldshim::resolver::Scratch<Visited> objects;
+    ldshim::resolver::Scratch<Segment> segments;
+    ldshim::resolver::ScratchText text;
+    ldshim::resolver::LoadCounters counters;
+
+    void reset(std::size_t n) {
+        objects.reset(n);
+        segments.reset(4 * n);
+        text.reset(256 * n);
+    }
+    bool overflowed() const { return objects.overflowed() || segments.overflowed() || text.overflowed(); }
+};
+
+// One walk of dl_iterate_phdr (namespace 0, the one the model covers).
+// Everything that reads an object's memory happens inside it, where the
+// loader's lock keeps another thread's dlclose from unmapping the object;
+// `known` (sorted) are the names whose facts the model has.
+Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
+    ScanRoom room;
+    ldshim::resolver::walk_with_room(room, room_size, [&](const dl_phdr_info& info, const ldshim::resolver::LoadCounters& now) {
+        room.counters = now;
+        const char* name = info.dlpi_name ? info.dlpi_name : "";
+        Visited v{room.text.put_string(name), room.segments.items().size(), 0, ldshim::resolver::ScratchText::npos, 0};
+        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+            if (ph.p_type == PT_LOAD && room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
+                ++v.segments;
+        }
+        if (*name && !std::binary_search(known.begin(), known.end(), std::string_view(name), std::less<>())) {
+            v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
+            v.facts = room.text.commit(v.facts_size);
+        }
+        room.objects.push(v);
+        return true;
+    });
     Scan s;
-    s.known = &known;
-    ldshim::resolver::libc_dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t size, void* data) {
-            auto* sc = static_cast<Scan*>(data);
-            LiveObject lo;
-            lo.name = info->dlpi_name ? info->dlpi_name : "";
-            for (std::size_t i = 0; i < info->dlpi_phnum; ++i)
-                if (info->dlpi_phdr[i].p_type == PT_LOAD)
-                    lo.segments.emplace_back(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr,
-                                             info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz);
-            if (!lo.name.empty() && !sc->known->count(lo.name))
-                lo.facts = read_loaded_facts(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
-            sc->objects.push_back(std::move(lo));
-            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-                sc->adds = info->dlpi_adds;
-                sc->subs = info->dlpi_subs;
-            }
-            return 0;
-        },
-        &s);
+    s.counters = room.counters;
+    const auto& segments = room.segments.items();
+    for (const Visited& v : room.objects.items()) {
+        LiveObject lo;
+        lo.name = room.text.at(v.name);
+        for (std::size_t k = v.first_segment; k < v.first_segment + v.segments; ++k)
+            lo.segments.emplace_back(segments[k].lo, segments[k].hi);
+        if (v.facts != ldshim::resolver::ScratchText::npos) lo.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
+        s.objects.push_back(std::move(lo));
+    }
     return s;
 }
 
@@ -120,12 +153,13 @@ void LiveProcess::sync_locked() {
         auto [adds, subs] = ldshim::resolver::load_counters();
         if (adds == adds_ && subs == subs_) return;
     }
-    std::unordered_set<std::string> known;
+    std::vector<std::string> known;
     for (const auto& o : engine_->objects())
-        if (!o.removed && o.ns == 0) known.insert(o.name);
-    Scan s = scan(known);
-    adds_ = s.adds;
-    subs_ = s.subs;
+        if (!o.removed && o.ns == 0) known.push_back(o.name);
+    std::sort(known.begin(), known.end());
+    Scan s = scan(known, scan_room_);
+    adds_ = s.counters.adds;
+    subs_ = s.counters.subs;
     dirty_ = false;
     std::unordered_set<std::string> live;
     for (const auto& lo : s.objects)

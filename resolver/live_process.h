@@ -64,6 +64,7 @@ private:
     std::unique_ptr<Engine> engine_;
     std::string init_error_;
     unsigned long long adds_ = 0, subs_ = 0;
+    std::size_t scan_room_ = 64;  // objects the last walk needed room for
     bool dirty_ = true;
 };
 

@@ -7,6 +7,8 @@
 #   ThreadSanitizer           the registry and hooks concurrency tests
 #   ASan+UBSan+LSan           the in-process suites
 #   libFuzzer                 30 s per target (longer: scripts/fuzz.sh 300)
+#   heaptrack loop            python3 under heaptrack with ldshim, 30 runs
+#                             (the deadlock hunt: scripts/heaptrack-loop.sh 300)
 #   normal user               the meson suites again, release build, not root
 #   build matrix              plain and clang builds (all of it: --full)
 #   Debian packages           build, lintian, install into a fresh root, use
@@ -31,6 +33,7 @@ meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 check "ThreadSanitizer: memtype and hooks concurrency tests" ./scripts/tsan.sh
 check "AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites" ./scripts/asan.sh
 check "libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser" ./scripts/fuzz.sh 30
+check "heaptrack + python3 with ldshim: 30 runs, no hang" ./scripts/heaptrack-loop.sh 30
 rm -f build/meson-logs/unprivileged.junit.xml
 check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh

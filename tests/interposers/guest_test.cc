@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace ldshim::difftest;
@@ -86,5 +88,59 @@ TEST(Guest, a_host_that_reaps_every_child_or_forbids_execve_sees_no_difference) 
         if (std::string(mode) == "reap") {
             EXPECT_NE(with.find("reaped 1, strangers 0, SIGCHLD 1"), std::string::npos) << with;
         }
+    }
+}
+
+namespace {
+
+// "lock_probe: N allocations probed, M under the loader's lock" -> {N, M}.
+std::pair<long, long> probe_counts(const std::string& out) {
+    auto at = out.find("lock_probe: ");
+    long probed = -1, under = -1;
+    if (at != std::string::npos) std::sscanf(out.c_str() + at, "lock_probe: %ld allocations probed, %ld", &probed, &under);
+    return {probed, under};
+}
+
+}  // namespace
+
+// glibc holds its loader lock around every dl_iterate_phdr callback, and
+// other threads' walks wait for it.  An allocation inside the callback
+// reaches whatever malloc the process has: heaptrack's unwinds the stack
+// under libunwind's mutex, which heaptrack's other thread holds while it
+// waits for the walk, and the process hangs.  lock_probe.c catches every
+// allocation made under that lock; ldshim must make none, in any of its
+// walks (hook passes, the resolver's reconciliation, uninstall).
+TEST(Guest, nothing_is_allocated_while_the_loader_lock_is_held) {
+    Tree t;
+    std::string probe = t.abs("lock_probe.so"), walks = t.abs("walks");
+    ASSERT_EQ(sh("cc -O1 -shared -fPIC -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/lock_probe.c") +
+                 " -lpthread"),
+              0);
+    ASSERT_EQ(sh("cc -O1 -o " + quote(walks) + " " + quote(std::string(FIXTURE_DIR) + "/walks.c") + " -ldl"), 0);
+    std::string out = t.abs(".out/probe");
+    auto run = [&](const std::string& env, const std::string& cmd) {
+        int rc = sh("env " + env + " " + cmd + " > " + quote(out) + " 2>&1");
+        return std::make_pair(rc, read_file(out));
+    };
+    // The probe itself: it must see an allocation made inside a callback.
+    auto [self_rc, self] = run("LD_PRELOAD=" + quote(probe), quote(walks) + " self-test");
+    ASSERT_EQ(self_rc, 0) << self;
+    ASSERT_GE(probe_counts(self).second, 1) << "the probe missed an allocation under the lock:\n" << self;
+
+    const std::string preload = "LD_PRELOAD=" + quote(probe + " " + PRELOAD_LIB_PATH) + " LOCK_PROBE_ONLY=libldshim";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {preload, quote(walks)},
+        {preload + " LDSHIM_CUDA_HOOKS=1", quote(walks)},
+        {preload + " LDSHIM_CUDA_HOOKS=1",
+         "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes, lzma, bz2, curses; ctypes.CDLL(\"libz.so.1\")'"},
+    };
+    for (const auto& [env, cmd] : cases) {
+        auto [rc, text] = run(env, cmd);
+        auto [probed, under] = probe_counts(text);
+        EXPECT_EQ(rc, 0) << cmd << "\n" << text;
+        EXPECT_GT(probed, 0) << "nothing probed -- is libldshim loaded?\n" << text;
+        EXPECT_EQ(under, 0) << env << " " << cmd << "\n" << text;
+        std::printf("[ LOCK     ] %-50.50s %ld allocations by libldshim, %ld under the loader lock\n", cmd.c_str(),
+                    probed, under);
     }
 }

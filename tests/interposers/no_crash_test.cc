@@ -126,16 +126,12 @@ TEST(Interposers, every_wrapping_tool_with_ldshim_in_ld_preload_behaves_as_witho
             continue;
         }
         for (const auto& p : programs) {
-            // Not heaptrack: under it, ldshim can deadlock the process (about
-            // once in 90 runs of python3; issue 12 stays open on it).
-            // ldshim allocates inside a dl_iterate_phdr callback, under the
-            // loader's lock; heaptrack's malloc hook unwinds the stack and
-            // waits for libunwind's lock, which another thread holds while
-            // it waits for the loader's lock.  (And 800 dlopen/dlclose take
-            // minutes under heaptrack.)
-            if (tool.starts_with("heaptrack")) {
-                std::printf("[ SKIPPED  ] %s %s: ldshim allocates under the loader's lock (known deadlock)\n",
-                            tool.c_str(), p.program.c_str());
+            // heaptrack records a stack per allocation: the 800 dlopen/dlclose
+            // of the threads program take minutes under it.  (The deadlock
+            // that once hid here has its own test: Guest.nothing_is_allocated_
+            // while_the_loader_lock_is_held, and scripts/heaptrack-loop.sh.)
+            if (tool.starts_with("heaptrack") && p.program == quote(threads)) {
+                std::printf("[ SKIPPED  ] %s %s: too slow under heaptrack for CI\n", tool.c_str(), p.program.c_str());
                 continue;
             }
             std::string out = t.abs(".out/tool");

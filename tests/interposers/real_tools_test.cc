@@ -191,14 +191,6 @@ TEST(RealInterposers, profilers_tracers_and_path_translators_started_as_their_us
     int rows = 0;
     for (const auto& tool : tools) {
         std::string exe = tool.command.substr(0, tool.command.find(' '));
-        // ldshim allocates under the loader's lock, and heaptrack's malloc hook
-        // can then deadlock the process (docs/interposers.md, issue 12): a
-        // test that hangs now and then would only hide that.  Back when fixed.
-        if (exe == "heaptrack") {
-            std::printf("[ SKIPPED  ] %s: known deadlock with ldshim (allocation under the loader's lock)\n",
-                        tool.name.c_str());
-            continue;
-        }
         if (sh("command -v " + exe + " > /dev/null") != 0) {
             std::printf("[ SKIPPED  ] %s: not installed (Debian package %s)\n", tool.name.c_str(), tool.package.c_str());
             continue;

@@ -210,6 +210,46 @@ TEST(ElfFacts, loaded_objects_match_their_files) {
     EXPECT_GE(compared, 4u);  // the test program, libstdc++, libc, ld.so at least
 }
 
+// The copy that runs under the loader's lock (copy_loaded_facts) writes only
+// what fits and says how much it needs; a copy made with that much room
+// decodes to what the one-step reader returns.  For every loaded object.
+TEST(ElfFacts, a_copy_made_in_too_little_room_says_how_much_room_it_needs) {
+    struct Where {
+        std::string name;
+        std::uintptr_t base;
+        const void* phdr;
+        std::size_t phnum;
+    };
+    std::vector<Where> objects;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+            static_cast<std::vector<Where>*>(data)->push_back(
+                {info->dlpi_name, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum});
+            return 0;
+        },
+        &objects);
+    ASSERT_GE(objects.size(), 4u);
+    for (const auto& o : objects) {
+        std::vector<std::byte> small(16, std::byte{0x5a});
+        std::size_t need = ldshim::loader::copy_loaded_facts(o.base, o.phdr, o.phnum, small);
+        ASSERT_GT(need, small.size()) << o.name;
+        std::vector<std::byte> exact(need), canary(need + 8, std::byte{0x5a});
+        EXPECT_EQ(ldshim::loader::copy_loaded_facts(o.base, o.phdr, o.phnum, exact), need) << o.name;
+        ldshim::loader::copy_loaded_facts(o.base, o.phdr, o.phnum, std::span(canary).first(need));
+        for (std::size_t i = need; i < canary.size(); ++i) ASSERT_EQ(canary[i], std::byte{0x5a}) << o.name << " wrote past its room";
+        auto copied = ldshim::loader::decode_loaded_facts(exact);
+        auto direct = read_loaded_facts(o.base, o.phdr, o.phnum);
+        ASSERT_TRUE(copied.ok) << o.name << ": " << copied.error;
+        EXPECT_EQ(copied.facts.needed, direct.facts.needed) << o.name;
+        EXPECT_EQ(copied.facts.soname, direct.facts.soname) << o.name;
+        EXPECT_EQ(copied.facts.rpath, direct.facts.rpath) << o.name;
+        EXPECT_EQ(copied.facts.runpath, direct.facts.runpath) << o.name;
+        EXPECT_EQ(copied.facts.interp, direct.facts.interp) << o.name;
+        EXPECT_EQ(copied.facts.flags_1, direct.facts.flags_1) << o.name;
+        EXPECT_EQ(copied.facts.has_dynamic, direct.facts.has_dynamic) << o.name;
+    }
+}
+
 TEST(ElfFacts, loaded_reader_rejects_headers_pointing_outside_segments) {
     // A PT_DYNAMIC beyond the only PT_LOAD.
     Elf64_Phdr ph[2] = {};
