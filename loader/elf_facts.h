@@ -1,7 +1,7 @@
 // What the search needs to know about one ELF object, decoded once.
 //
-// Two readers fill the same struct: read_facts() for a file's bytes (libelf,
-// every access bounds-checked) and, for objects already loaded in a process,
+// Two readers fill the same struct: read_facts() for a file's bytes (every
+// access bounds-checked) and, for objects already loaded in a process,
 // a reader over the in-memory dynamic section.  Nothing downstream cares
 // which one produced the facts.
 #pragma once
@@ -73,9 +73,5 @@ std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr, std::size_t
                               std::span<std::byte> out) noexcept;
 FactsResult decode_loaded_facts(std::span<const std::byte> copy);
 
-// The same facts through libelf (elfutils), for any class and byte order.
-// Slower (it builds section tables and makes four reads per file); kept as
-// the reference that the fast reader is tested against.
-FactsResult read_facts_libelf(std::span<const std::byte> image);
 
 }  // namespace ldshim::loader

@@ -1,6 +1,6 @@
 // The filesystem as the search engine sees it.  The engine never makes a
-// system call itself: it asks an Fs.  RealFs is the thin edge onto the
-// kernel; tests inject a FakeFs (tests/unit/fake_fs.h).
+// system call itself: it asks an Fs.  host/real_fs.h has the thin edges onto
+// the kernel (RealFs, RootFs); tests inject a FakeFs (tests/unit/fake_fs.h).
 #pragma once
 
 #include <sys/types.h>
@@ -84,38 +84,6 @@ public:
     virtual std::string cwd() = 0;
     // realpath(3); nullopt if it fails.
     virtual std::optional<std::string> realpath(const std::string& path) = 0;
-};
-
-// The real filesystem.  Files are opened non-blocking (a FIFO on a search
-// path cannot hang the caller) and read with pread(2) on demand.
-class RealFs final : public Fs {
-public:
-    OpenResult open(const std::string& path) override;
-    StatResult stat(const std::string& path) override;
-    std::string cwd() override;
-    std::optional<std::string> realpath(const std::string& path) override;
-};
-
-// A sysroot (ldsearch --root): every path the loader would use is resolved
-// inside `root`, the way the kernel resolves it after chroot(2): symlinks are
-// followed by hand (an absolute target starts again at the root, at most 40
-// links), and ".." at the root stays there, so neither a link nor $ORIGIN/..
-// can reach a file outside.  Relative paths start at the root.
-class RootFs final : public Fs {
-public:
-    explicit RootFs(std::string root);  // a directory; no trailing slash needed
-    OpenResult open(const std::string& path) override;
-    StatResult stat(const std::string& path) override;
-    std::string cwd() override { return "/"; }
-    std::optional<std::string> realpath(const std::string& path) override;
-    // The host path for a path inside the root, or the errno of resolving it.
-    std::optional<std::string> host_path(const std::string& path, int* error) const;
-
-private:
-    // Resolves `path` to a root-relative path ("/a/b"), following symlinks.
-    std::optional<std::string> resolve(const std::string& path, int* error) const;
-    std::string root_;
-    RealFs real_;
 };
 
 }  // namespace ldshim::loader

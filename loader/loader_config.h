@@ -2,8 +2,10 @@
 // directories, hwcaps subdirectories, $LIB, $PLATFORM, hwcap bits.  They are
 // read from the loader itself, never hard-coded, so that the CPU,
 // GLIBC_TUNABLES and LD_HWCAP_MASK of the caller are honoured: ldsearch asks
-// a loader binary (`ld.so --help`, for any root or machine); the runtime
-// reads its own process's loader in place (derive_in_process).
+// a loader binary (`ld.so --help`, for any root or machine:
+// host/loader_query.h); the runtime reads its own process's loader in place
+// (host/loader_in_process.h).  This file holds the data and the rules; the
+// host folder gathers the inputs.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,10 @@
 #include <vector>
 
 namespace ldshim::loader {
+
+// glibc's x86 legacy hwcap bits that can select a subdirectory.
+inline constexpr std::uint64_t kHwcapX86_64 = 1u << 1;
+inline constexpr std::uint64_t kHwcapAvx512_1 = 1u << 2;
 
 struct LoaderConfig {
     std::string rtld_path = "/lib64/ld-linux-x86-64.so.2";
@@ -43,21 +49,6 @@ std::vector<std::string> make_subdirs(const std::vector<std::string>& hwcaps_act
 // that lack the legacy section).  On failure returns nullopt and sets *error.
 std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string* error);
 
-// Run `RTLD --help` with the caller's GLIBC_TUNABLES / LD_HWCAP_MASK and parse
-// it.  This is the edge that talks to the real loader.
-std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error);
-
-// The same, through a small on-disk cache of the loader's answer (running
-// ld.so costs about half a millisecond, a third of a whole ldsearch run).
-// The cache key covers everything the answer depends on: the loader file
-// (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
-// feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
-std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error);
-
-// $XDG_CACHE_HOME/ldshim or $HOME/.cache/ldshim; empty when neither is set or
-// LDSHIM_NO_CACHE is set.
-std::string default_cache_dir();
-
 // Bit number of an x86 legacy hwcap name ("sse2", "x86_64", "avx512_1"), or -1.
 int x86_hwcap_bit(std::string_view name);
 
@@ -74,19 +65,9 @@ std::string dst_lib_of(const std::vector<std::string>& system_dirs);
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
                              std::optional<std::string> platform, std::uint64_t hwcap_searched);
 
-// ---- In process (loader_config_native.cc) ----
+// ---- Rules over this process's inputs (loader_config_env.cc) ----
 //
-// derive_in_process: this process's own loader configuration -- what
-// `ld.so --help` prints when run with this process's environment -- computed
-// without spawning anything or writing anything (the runtime runs inside
-// other people's processes: seccomp sandboxes, MPI daemons that reap every
-// child, shared home directories).  Exact for glibc 2.36 on x86-64, the
-// version the engine emulates.  Anything else -- another glibc, another
-// architecture, a program started as `ld.so PROGRAM` (whose options are not
-// visible), a search list that cannot be accounted for -- returns nullopt
-// with the reason in *error; the runtime then leaves dlopen to glibc
-// (loader/live.cc) rather than guess.
-std::optional<LoaderConfig> derive_in_process(std::string* error);
+// The host side (host/loader_in_process.h) gathers the inputs.
 
 // glibc.cpu.hwcap_mask as ld.so 2.36 settles it from an environment block:
 // the last GLIBC_TUNABLES setting wins over LD_HWCAP_MASK (its first

@@ -1,4 +1,5 @@
 #include "resolver/live_process.h"
+#include "host/loader_in_process.h"
 #include "resolver/loaded_objects.h"
 #include "resolver/settings.h"
 
@@ -128,7 +129,7 @@ LiveProcess::LiveProcess() {
     // guess: every request is "failed", i.e. left to glibc's own dlopen, and
     // LDSHIM_DEBUG shows this reason with each of them.
     std::string err;
-    auto cfg = derive_in_process(&err);
+    auto cfg = host::derive_in_process(&err);
     if (!cfg) {
         init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
         return;

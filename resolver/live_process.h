@@ -7,6 +7,7 @@
 // what glibc records for anything dlopen'ed.
 #pragma once
 
+#include "host/real_fs.h"
 #include "loader/engine.h"
 
 #include <cstdint>
@@ -59,7 +60,7 @@ private:
     };
     std::vector<Range> ranges_;  // rebuilt at each sync, sorted by lo
     std::mutex mu_;
-    RealFs fs_;
+    host::RealFs fs_;
     LdCache cache_;
     std::unique_ptr<Engine> engine_;
     std::string init_error_;

@@ -17,7 +17,7 @@ echo "Setting up and building (scripts/setup.sh) ..." >&2
 ./scripts/setup.sh >/dev/null
 build=$root/build
 LDSEARCH=$build/tools/ldsearch/ldsearch
-PRELOAD=$build/lib/libldshim_preload.so
+PRELOAD=$build/preload/libldshim_preload.so
 work=$(mktemp -d /tmp/ldshim-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failed=""

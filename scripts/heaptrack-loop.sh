@@ -16,7 +16,7 @@ build=${2:-build}
 jobs=${JOBS:-3}
 limit=${TIMEOUT:-60}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-preload=$build/lib/libldshim_preload.so
+preload=$build/preload/libldshim_preload.so
 command -v heaptrack >/dev/null || { echo "heaptrack-loop: SKIPPED: heaptrack is not installed (scripts/setup.sh)"; exit 77; }
 [ -f "$preload" ] || { echo "heaptrack-loop: $preload is missing: build first" >&2; exit 2; }
 dir=$(mktemp -d /tmp/ldshim-heaptrack-XXXXXX)

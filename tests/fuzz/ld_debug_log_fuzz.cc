@@ -1,12 +1,12 @@
 // libFuzzer target: the LD_DEBUG log parser behind ldsearch --diff/--replay.
-#include "loader/ld_debug_log.h"
+#include "tools/ldsearch/ld_debug_log.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    auto r = ldshim::loader::parse_ld_debug_log(std::string_view(reinterpret_cast<const char*>(data), size));
+    auto r = ldsearch::parse_ld_debug_log(std::string_view(reinterpret_cast<const char*>(data), size));
     if (r.process) {
         std::size_t n = 0;
         for (const auto& p : r.process->programs) {

@@ -91,8 +91,9 @@ TEST(Secure, ldshim_variables_are_ignored_in_a_setuid_process) {
     ASSERT_EQ(chmod(t.abs("out").c_str(), 0777), 0);
     std::string probe = t.abs("bin/probe");
     ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_LIBDIR) +
-                 " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," + quote(LDSHIM_LIBDIR)),
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_PRELOAD_DIR) + " -L" +
+                 quote(LDSHIM_LIBDIR) + " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 quote(std::string(LDSHIM_PRELOAD_DIR) + ":" + LDSHIM_LIBDIR)),
               0);
     std::string vars = "LDSHIM_DEBUG=1 LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" + quote(t.abs("out/hooks.log"));
     // Not set-id: the switches work (debug lines on stderr, a hooks log).

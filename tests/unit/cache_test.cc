@@ -1,5 +1,6 @@
 #include "fake_fs.h"
 #include "loader/ld_cache.h"
+#include "host/loader_query.h"
 #include "loader/loader_config.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 using namespace ldshim::loader;
+using namespace ldshim::host;
 using namespace ldshim::testing;
 
 namespace {

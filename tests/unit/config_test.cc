@@ -1,3 +1,5 @@
+#include "host/loader_query.h"
+#include "host/loader_in_process.h"
 #include "loader/loader_config.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 
 using namespace ldshim::loader;
+using namespace ldshim::host;
 
 namespace {
 constexpr const char* kHelp236 = R"(

@@ -1,5 +1,6 @@
 #include "elf_builder.h"
 #include "loader/elf_facts.h"
+#include "tests/support/elf_facts_libelf.h"
 
 #include <elf.h>
 #include <link.h>

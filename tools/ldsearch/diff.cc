@@ -2,8 +2,10 @@
 
 #include "program.h"
 
+#include "host/loader_query.h"
+#include "host/real_fs.h"
 #include "loader/engine.h"
-#include "loader/ld_debug_log.h"
+#include "tools/ldsearch/ld_debug_log.h"
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,7 @@
 #include <sstream>
 
 using namespace ldshim::loader;
+using namespace ldshim::host;
 
 namespace ldsearch {
 

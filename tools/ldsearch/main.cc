@@ -2,9 +2,11 @@
 // line as LD_DEBUG=libs prints it, without running the program.  All the logic
 // lives in loader/; this file parses arguments and prints.
 #include "ldshim_version.h"
-#include "loader/dep_tree.h"
+#include "tools/ldsearch/dep_tree.h"
+#include "host/loader_query.h"
+#include "host/real_fs.h"
 #include "loader/engine.h"
-#include "loader/why.h"
+#include "tools/ldsearch/why.h"
 #include "diff.h"
 #include "program.h"
 #include "report.h"
@@ -21,6 +23,8 @@
 #include <vector>
 
 using namespace ldshim::loader;
+using namespace ldshim::host;
+using namespace ldsearch;
 
 namespace {
 

@@ -4,7 +4,7 @@
 // formats.
 #pragma once
 
-#include "loader/dep_tree.h"
+#include "tools/ldsearch/dep_tree.h"
 #include "loader/engine.h"
 #include "loader/trace.h"
 
@@ -30,9 +30,9 @@ struct Colors {
 // TERM is "dumb".
 bool want_colors(const std::string& when, std::FILE* out);
 
-void print_tree(std::FILE* out, const ldshim::loader::Engine& e, const ldshim::loader::DepNode& root,
+void print_tree(std::FILE* out, const ldshim::loader::Engine& e, const DepNode& root,
                 const std::string& argv0, const Colors& c);
-nlohmann::json tree_json(const ldshim::loader::Engine& e, const ldshim::loader::DepNode& root, const std::string& argv0);
+nlohmann::json tree_json(const ldshim::loader::Engine& e, const DepNode& root, const std::string& argv0);
 
 // The searches of a trace, one object per find_library: its LD_DEBUG lines,
 // its steps, and its result.

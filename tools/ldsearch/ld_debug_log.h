@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ldshim::loader {
+namespace ldsearch {
 
 struct LoggedLookup {
     std::string name;                 // what was looked up
@@ -45,4 +45,4 @@ struct LogParse {
 // the same timeline.
 LogParse parse_ld_debug_log(std::string_view text);
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

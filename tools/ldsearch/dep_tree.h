@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-namespace ldshim::loader {
+namespace ldsearch {
+
+// The engine's model and trace are this tool's vocabulary.
+using namespace ldshim::loader;  // NOLINT(google-build-using-namespace)
 
 struct DepNode {
     enum class How : std::uint8_t {
@@ -43,4 +46,4 @@ const char* how_key(const Engine& e, const DepNode& n);
 // The display name of an object: the program as invoked, else its l_name.
 std::string object_display(const Engine& e, int idx, const std::string& argv0);
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

@@ -1,13 +1,13 @@
-#include "loader/why.h"
+#include "tools/ldsearch/why.h"
 
-#include "loader/dep_tree.h"
+#include "tools/ldsearch/dep_tree.h"
 
 #include <elf.h>
 
 #include <algorithm>
 #include <set>
 
-namespace ldshim::loader {
+namespace ldsearch {
 
 namespace {
 
@@ -138,4 +138,4 @@ WhyReport explain_lookup(const Engine& e, Fs& fs, int requester, const std::stri
     return r;
 }
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

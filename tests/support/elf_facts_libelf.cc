@@ -1,5 +1,5 @@
 #include "loader/elf_dynamic.h"
-#include "loader/elf_facts.h"
+#include "tests/support/elf_facts_libelf.h"
 
 #include <gelf.h>
 #include <libelf.h>

@@ -1,10 +1,10 @@
-#include "loader/ld_debug_log.h"
+#include "tools/ldsearch/ld_debug_log.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <set>
 
-namespace ldshim::loader {
+namespace ldsearch {
 
 namespace {
 
@@ -167,4 +167,4 @@ LogParse parse_ld_debug_log(std::string_view text) {
     return r;
 }
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-namespace ldshim::loader {
+namespace ldsearch {
+
+// The engine's model and trace are this tool's vocabulary.
+using namespace ldshim::loader;  // NOLINT(google-build-using-namespace)
 
 struct WhyItem {
     enum class Kind : std::uint8_t {
@@ -35,4 +38,4 @@ struct WhyReport {
 WhyReport explain_lookup(const Engine& e, Fs& fs, int requester, const std::string& name,
                          const std::vector<TraceEvent>& events, const std::string& argv0);
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

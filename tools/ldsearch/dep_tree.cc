@@ -1,8 +1,8 @@
-#include "loader/dep_tree.h"
+#include "tools/ldsearch/dep_tree.h"
 
 #include <unordered_set>
 
-namespace ldshim::loader {
+namespace ldsearch {
 
 namespace {
 
@@ -119,4 +119,4 @@ std::string how_found(const Engine& e, const DepNode& n) {
     return key;
 }
 
-}  // namespace ldshim::loader
+}  // namespace ldsearch

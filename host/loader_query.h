@@ -1,0 +1,26 @@
+// The configuration a loader binary states (`ld.so --help`), for ldsearch.
+#pragma once
+
+#include "loader/loader_config.h"
+
+#include <optional>
+#include <string>
+
+namespace ldshim::host {
+
+// Run `RTLD --help` with the caller's GLIBC_TUNABLES / LD_HWCAP_MASK and parse
+// it.  This is the edge that talks to the real loader.
+std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld, std::string* error);
+
+// The same, through a small on-disk cache of the loader's answer (running
+// ld.so costs about half a millisecond, a third of a whole ldsearch run).
+// The cache key covers everything the answer depends on: the loader file
+// (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
+// feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
+std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error);
+
+// $XDG_CACHE_HOME/ldshim or $HOME/.cache/ldshim; empty when neither is set or
+// LDSHIM_NO_CACHE is set.
+std::string default_cache_dir();
+
+}  // namespace ldshim::host

@@ -1,0 +1,224 @@
+#include "host/real_fs.h"
+
+#include "loader/path_pool.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace ldshim::host {
+
+using namespace ldshim::loader;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+class FdImage final : public FileImage {
+public:
+    FdImage(int fd, const struct stat& st) : fd_(fd), regular_(S_ISREG(st.st_mode)) {
+        id_ = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+        mode_ = st.st_mode;
+        size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+        if (S_ISDIR(st.st_mode)) {
+            read_errno_ = EISDIR;
+            return;
+        }
+        // Like the loader: read until an ELF header's worth arrived, EOF or error.
+        head_buf_.resize(kHeadSize);
+        std::size_t len = 0;
+        while (len < 64) {
+            ssize_t n = ::read(fd_, head_buf_.data() + len, head_buf_.size() - len);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                if (n < 0) read_errno_ = errno;
+                break;
+            }
+            len += static_cast<std::size_t>(n);
+        }
+        head_buf_.resize(len);
+        head_ = head_buf_;
+        if (!regular_) size_ = len;
+    }
+    ~FdImage() override { ::close(fd_); }
+    FdImage(const FdImage&) = delete;
+    FdImage& operator=(const FdImage&) = delete;
+
+    int fd() const override { return regular_ ? fd_ : -1; }
+
+    bool read_at(std::uint64_t off, std::size_t len, std::byte* out) const override {
+        if (off > size_ || len > size_ - off) return false;
+        if (off + len <= head_.size()) {  // already read with the header
+            std::memcpy(out, head_.data() + off, len);
+            return true;
+        }
+        if (!regular_) return false;
+        std::size_t got = 0;
+        while (got < len) {
+            ssize_t n = ::pread(fd_, out + got, len - got, static_cast<off_t>(off + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            got += static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+
+    std::span<const std::byte> bytes() const override {
+        if (!regular_) return head_;
+        if (!all_read_) {
+            all_read_ = true;
+            all_.resize(size_);
+            std::size_t got = 0;
+            while (got < all_.size()) {
+                ssize_t n = ::pread(fd_, all_.data() + got, all_.size() - got, static_cast<off_t>(got));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) break;
+                got += static_cast<std::size_t>(n);
+            }
+            all_.resize(got);  // a file that shrank under us reads as what is there
+        }
+        return all_;
+    }
+
+private:
+    int fd_;
+    bool regular_;
+    std::vector<std::byte> head_buf_;
+    mutable bool all_read_ = false;
+    mutable std::vector<std::byte> all_;
+};
+
+}  // namespace
+
+OpenResult RealFs::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return {nullptr, errno};
+    struct stat st {};
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        ::close(fd);
+        return {nullptr, err};
+    }
+    return {std::make_shared<FdImage>(fd, st), 0};
+}
+
+Fs::StatResult RealFs::stat(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {errno, false};
+    return {0, S_ISDIR(st.st_mode)};
+}
+
+std::string RealFs::cwd() {
+    std::vector<char> buf(PATH_MAX);
+    while (::getcwd(buf.data(), buf.size()) == nullptr) {
+        if (errno != ERANGE || buf.size() > (1u << 20)) return {};
+        buf.resize(buf.size() * 2);
+    }
+    return buf.data();
+}
+
+std::optional<std::string> RealFs::realpath(const std::string& path) {
+    char* r = ::realpath(path.c_str(), nullptr);
+    if (!r) return std::nullopt;
+    std::string out(r);
+    std::free(r);
+    return out;
+}
+
+RootFs::RootFs(std::string root) : root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    if (root_ == "/") root_.clear();
+}
+
+std::optional<std::string> RootFs::resolve(const std::string& path, int* error) const {
+    constexpr int kMaxLinks = 40;  // the kernel's limit
+    std::vector<std::string> done;  // resolved components
+    std::vector<std::string> todo;  // components still to walk, in reverse order
+    auto push_reversed = [&](std::string_view p) {
+        std::vector<std::string> parts;
+        for (auto c : split_path(p, "/"))
+            if (!c.empty() && c != ".") parts.emplace_back(c);
+        todo.insert(todo.end(), parts.rbegin(), parts.rend());
+    };
+    push_reversed(path);
+    int links = 0;
+    while (!todo.empty()) {
+        std::string c = std::move(todo.back());
+        todo.pop_back();
+        if (c == "..") {
+            if (!done.empty()) done.pop_back();  // at the root, ".." is the root
+            continue;
+        }
+        std::string host = root_;
+        for (const auto& d : done) host += "/" + d;
+        host += "/" + c;
+        struct stat st {};
+        if (::lstat(host.c_str(), &st) != 0) {
+            // A missing last component is the caller's business (ENOENT);
+            // a missing directory on the way also ends here.
+            if (error) *error = errno;
+            if (errno == ENOENT && todo.empty()) {
+                done.push_back(c);
+                break;
+            }
+            return std::nullopt;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            done.push_back(std::move(c));
+            continue;
+        }
+        if (++links > kMaxLinks) {
+            if (error) *error = ELOOP;
+            return std::nullopt;
+        }
+        std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+        ssize_t n = ::readlink(host.c_str(), buf.data(), buf.size());
+        if (n < 0) {
+            if (error) *error = errno;
+            return std::nullopt;
+        }
+        std::string target(buf.data(), static_cast<std::size_t>(n));
+        if (!target.empty() && target[0] == '/') done.clear();  // absolute: back to the root
+        push_reversed(target);
+    }
+    if (error) *error = 0;
+    std::string out;
+    for (const auto& d : done) out += "/" + d;
+    return out.empty() ? std::string("/") : out;
+}
+
+std::optional<std::string> RootFs::host_path(const std::string& path, int* error) const {
+    int err = 0;
+    auto r = resolve(path, &err);
+    if (error) *error = err;
+    if (!r) return std::nullopt;
+    return root_ + (*r == "/" && !root_.empty() ? "" : *r);
+}
+
+OpenResult RootFs::open(const std::string& path) {
+    int err = 0;
+    auto host = host_path(path, &err);
+    if (!host) return {nullptr, err};
+    return real_.open(*host);
+}
+
+Fs::StatResult RootFs::stat(const std::string& path) {
+    int err = 0;
+    auto host = host_path(path, &err);
+    if (!host) return {err, false};
+    return real_.stat(*host);
+}
+
+std::optional<std::string> RootFs::realpath(const std::string& path) {
+    int err = 0;
+    auto r = resolve(path, &err);
+    if (!r || err) return std::nullopt;
+    if (real_.stat(root_ + *r).error != 0) return std::nullopt;
+    return r;
+}
+
+}  // namespace ldshim::host
