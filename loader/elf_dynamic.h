@@ -43,6 +43,22 @@ struct DynamicEntries {
         return has_strings() && (!strtab || !strsz) ? "dynamic section has strings but no DT_STRTAB/DT_STRSZ" : nullptr;
     }
 
+    // The step every reader takes before it reads the string table: the
+    // flags go into r.facts; false when there is nothing more to read (no
+    // strings: r.ok) or the table cannot be located (r.error).
+    bool strings_to_read(FactsResult& r) const {
+        r.facts.flags_1 = flags_1;
+        if (!has_strings()) {
+            r.ok = true;
+            return false;
+        }
+        if (const char* why = strtab_problem()) {
+            r.error = why;
+            return false;
+        }
+        return true;
+    }
+
     // Fill `f` from the string table through get(offset) -> optional<string>
     // (nullopt when the offset or its terminator is out of bounds).  On
     // failure sets `error` and returns false.

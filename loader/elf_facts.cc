@@ -85,12 +85,7 @@ FactsResult decode(const FileImage& img) {
     DynamicEntries de;
     for (const auto& d : dyn)
         if (!de.add(d.d_tag, d.d_un.d_val)) break;
-    f.flags_1 = de.flags_1;
-    if (!de.has_strings()) {
-        r.ok = true;
-        return r;
-    }
-    if (const char* why = de.strtab_problem()) return fail(why);
+    if (!de.strings_to_read(r)) return r;
     auto& strtab_vaddr = de.strtab;
     auto& strsz = de.strsz;
     // DT_STRTAB is an address: map it through the file-backed PT_LOADs.

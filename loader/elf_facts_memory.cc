@@ -164,15 +164,7 @@ FactsResult decode_loaded_facts(std::span<const std::byte> copy) {
         de.add(DT_STRTAB, 0);
         de.add(DT_STRSZ, strings.size());
     }
-    f.flags_1 = de.flags_1;
-    if (!de.has_strings()) {
-        r.ok = true;
-        return r;
-    }
-    if (const char* why = de.strtab_problem()) {
-        r.error = why;
-        return r;
-    }
+    if (!de.strings_to_read(r)) return r;
     auto get = [&](std::uint64_t off) -> std::optional<std::string> {
         if (off >= strings.size()) return std::nullopt;
         return std::string(strings.c_str() + off);

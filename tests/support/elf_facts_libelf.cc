@@ -97,15 +97,7 @@ FactsResult decode(Elf* elf) {
         GElf_Dyn d;
         if (!gelf_getdyn(data, static_cast<int>(i), &d) || !de.add(d.d_tag, d.d_un.d_val)) break;
     }
-    f.flags_1 = de.flags_1;
-    if (!de.has_strings()) {
-        r.ok = true;
-        return r;
-    }
-    if (const char* why = de.strtab_problem()) {
-        r.error = why;
-        return r;
-    }
+    if (!de.strings_to_read(r)) return r;
     auto& strtab_vaddr = de.strtab;
     auto& strsz = de.strsz;
     auto strtab_off = vaddr_to_offset(loads, *strtab_vaddr);
