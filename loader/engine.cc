@@ -19,6 +19,14 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+// Why the loader will not map an object it found, or nullptr.
+const char* refusal_of(const ObjectFacts& f) {
+    if (f.type != ET_DYN) return "cannot dynamically load executable";
+    if (!f.has_dynamic) return "object file has no dynamic section";
+    if (f.flags_1 & kDf1Pie) return "cannot dynamically load position-independent executable";
+    return nullptr;
+}
+
 // "dir + subdir" as a header shows it: without the final '/', except that
 // "/" stays "/" and the empty cwd entry prints as nothing.
 std::string header_item(const std::string& dir, const std::string& sub) {
@@ -53,36 +61,26 @@ std::string LoadError::text() const {
 
 DstValues Engine::dst_values(const Object& o) const { return {o.origin, cfg_.platform, cfg_.dst_lib}; }
 
-std::string Engine::expand(const Object& owner, std::string_view s) const {
+std::string Engine::expand(const Object& owner, std::string_view s, DstDrop* why) const {
     if (count_dsts(s) == 0) return std::string(s);
     DstPolicy pol{opts_.secure, owner.kind == Object::Kind::main, &cfg_.system_dirs};
-    return substitute_dsts(s, dst_values(owner), pol);
-}
-
-std::vector<std::pair<std::string, DstDrop>> Engine::dropped_elements(int idx, bool runpath) const {
-    std::vector<std::pair<std::string, DstDrop>> out;
-    const Object& o = objects_[static_cast<std::size_t>(idx)];
-    const auto& str = runpath ? o.facts.runpath : o.facts.effective_rpath();
-    if (!str) return out;
-    DstPolicy pol{opts_.secure, o.kind == Object::Kind::main, &cfg_.system_dirs};
-    for (auto elem : split_path(*str, ":")) {
-        if (elem.empty() || count_dsts(elem) == 0) continue;
-        DstDrop why = DstDrop::none;
-        if (substitute_dsts(elem, dst_values(o), pol, &why).empty()) out.emplace_back(std::string(elem), why);
-    }
-    return out;
+    return substitute_dsts(s, dst_values(owner), pol, why);
 }
 
 // glibc's fillin_rpath: expand, normalise, intern, and drop duplicates
 // within this list.
 DirList Engine::fill_list(std::string_view str, std::string_view seps, Label what,
-                          const std::optional<std::string>& where, const Object& owner) {
+                          const std::optional<std::string>& where, const Object& owner, Drops* drops) {
     DirList out;
     for (auto elem : split_path(str, seps)) {
         std::string dir;
         if (!elem.empty()) {
-            std::string x = expand(owner, elem);
-            if (x.empty()) continue;  // unknown or forbidden token: element dropped
+            DstDrop why = DstDrop::none;
+            std::string x = expand(owner, elem, &why);
+            if (x.empty()) {  // unknown or forbidden token: element dropped
+                if (drops) drops->emplace_back(std::string(elem), why);
+                continue;
+            }
             dir = normalize_dir(x);
         }
         DirEntry* e = pool_.intern(dir, what, where);
@@ -97,7 +95,7 @@ const DirList* Engine::object_list(int idx, bool runpath) {
     Object& o = objects_[static_cast<std::size_t>(idx)];
     auto& state = runpath ? o.runpath_state : o.rpath_state;
     auto& dirs = runpath ? o.runpath_dirs : o.rpath_dirs;
-    if (state == Object::List::none) return nullptr;
+    if (state == Object::List::none || state == Object::List::dropped) return nullptr;
     if (state == Object::List::built) return &dirs;
     state = Object::List::none;
     const auto& str = runpath ? o.facts.runpath : o.facts.effective_rpath();
@@ -110,7 +108,8 @@ const DirList* Engine::object_list(int idx, bool runpath) {
             if (n == o.name) return nullptr;
     }
     if (str->empty()) return nullptr;
-    dirs = fill_list(*str, ":", runpath ? Label::runpath : Label::rpath, o.name, o);
+    dirs = fill_list(*str, ":", runpath ? Label::runpath : Label::rpath, o.name, o,
+                     runpath ? &o.runpath_drops : &o.rpath_drops);
     if (dirs.empty()) return nullptr;
     state = Object::List::built;
     return &dirs;
@@ -132,7 +131,7 @@ void Engine::print_header(const DirList& list, std::size_t from) {
     TraceEvent e{TraceEvent::Kind::search_path, std::move(joined)};
     e.label = first->what;
     if (first->where) e.where = display_name(first->where);
-    emit(std::move(e));
+    sink_->event(e);
 }
 
 // glibc's open_verify on one candidate path.
@@ -149,12 +148,14 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
         case Verdict::skip_class:
             req.found_other_class = true;
             errno_ = ENOENT;
-            emit(TraceEvent::Kind::rejected, path, 0u, Label::system, std::optional<std::string>{}, Source::none, "wrong ELF class");
+            out.rejected = true;
+            emit_made([&] { return TraceEvent::rejected(path, "wrong ELF class"); });
             return out;
         case Verdict::skip_machine:
         case Verdict::skip_not_suid:
             errno_ = ENOENT;
-            emit(TraceEvent::Kind::rejected, path, 0u, Label::system, std::optional<std::string>{}, Source::none, "wrong ELF machine");
+            out.rejected = true;
+            emit_made([&] { return TraceEvent::rejected(path, "wrong ELF machine"); });
             return out;
         case Verdict::fatal:
             out.status = OpenOutcome::Status::fatal;
@@ -178,6 +179,8 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             current = d.what;
             print_header(list, i);
         }
+        if (sink_ && std::all_of(d.status.begin(), d.status.end(), [](DirStatus x) { return x == DirStatus::nonexisting; }))
+            emit_made([&] { return TraceEvent::skipped(Skip::dir_missing, owner, d.what, d.dirname.empty() ? "." : d.dirname); });
         bool here_any = false;
         for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
             if (d.status[c] == DirStatus::nonexisting) continue;
@@ -203,14 +206,16 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             // Secure preloads must carry the set-user-ID bit.
             if (ok && (req.mode & kModeSecurePreload) && opts_.secure && !(o.image->mode() & S_ISUID)) {
                 ok = false;
+                o.rejected = true;
                 errno_ = ENOENT;
-                emit(TraceEvent::Kind::rejected, cand, 0u, Label::system, std::optional<std::string>{}, Source::none, "not set-user-ID");
+                emit_made([&] { return TraceEvent::rejected(cand, "not set-user-ID"); });
             }
             if (ok) {
-                last_source_ = src;
-                last_owner_ = owner;
+                o.source = src;
+                o.owner = owner;
                 return o;
             }
+            report_miss(cand, o, d.status[c] == DirStatus::nonexisting);
         }
         // Something other than "missing" or "forbidden" ends this list.
         if (here_any && errno_ != ENOENT && errno_ != EACCES) return {};
@@ -220,10 +225,32 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
     // (RPATH/RUNPATH only; the system and environment lists stay).
     if (!any && owner >= 0) {
         Object& o = objects_[static_cast<std::size_t>(owner)];
-        (runpath ? o.runpath_state : o.rpath_state) = Object::List::none;
+        (runpath ? o.runpath_state : o.rpath_state) = Object::List::dropped;
         (runpath ? o.runpath_dirs : o.rpath_dirs).clear();
     }
     return {};
+}
+
+void Engine::report_miss(const std::string& path, const OpenOutcome& o, bool dir_missing) {
+    if (!sink_ || o.rejected) return;  // a rejection was reported by open_verify
+    emit_made([&] {
+        std::string why = dir_missing       ? "the directory does not exist"
+                          : errno_ == ENOENT ? "no such file"
+                                             : std::string(std::strerror(errno_));
+        return TraceEvent::missed(path, std::move(why));
+    });
+}
+
+void Engine::report_list_gaps(int idx, bool runpath) {
+    if (!sink_) return;
+    const Object& o = objects_[static_cast<std::size_t>(idx)];
+    Label label = runpath ? Label::runpath : Label::rpath;
+    if ((runpath ? o.runpath_state : o.rpath_state) == Object::List::dropped) {
+        emit_made([&] { return TraceEvent::skipped(Skip::list_dropped, idx, label); });
+        return;
+    }
+    for (const auto& [elem, why] : runpath ? o.runpath_drops : o.rpath_drops)
+        emit_made([&] { return TraceEvent::skipped(Skip::element_dropped, idx, label, elem, dst_drop_text(why)); });
 }
 
 int Engine::first_in_ns(unsigned ns) const {
@@ -291,107 +318,159 @@ std::optional<std::string> Engine::origin_of_path(const std::string& path) {
     return full.substr(0, slash);
 }
 
+// glibc's _dl_map_object: a name already loaded, else a file found by the
+// search (or opened by its path), admitted into the namespace.
 MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, unsigned mode) {
-    MapOutcome out;
     // A. Already loaded in this namespace?  Silent.
     if (int hit = match_loaded(name, ns); hit >= 0) {
-        out.object = hit;
-        emit(TraceEvent::Kind::result, objects_[static_cast<std::size_t>(hit)].name, ns, Label::system,
-             std::optional<std::string>{}, Source::already_loaded, name);
-        return out;
+        emit_made([&] {
+            return TraceEvent::result(objects_[static_cast<std::size_t>(hit)].name, ns, Source::already_loaded, name);
+        });
+        return {hit};
     }
     Request req{name, mode};
     OpenOutcome found;
-    last_source_ = Source::none;
-    last_owner_ = -1;
-    const Object* ld = loader >= 0 ? &objects_[static_cast<std::size_t>(loader)] : nullptr;
-
     if (name.find('/') == std::string::npos) {
-        // C. The search proper.
-        emit(TraceEvent::Kind::find_library, name, ns);
-        auto done = [&] { return found.status != OpenOutcome::Status::not_found; };
-
-        // 1. RPATH: only if the loader has no RUNPATH.  Walk the loader chain
-        //    (objects with RUNPATH contribute nothing but do not stop it),
-        //    then the main program's RPATH if the walk did not cover it.
-        if (!ld || !ld->facts.runpath) {
-            bool did_main = false;
-            for (int l = loader; l >= 0 && !done(); l = objects_[static_cast<std::size_t>(l)].loader) {
-                if (const DirList* dl = object_list(l, false)) {
-                    found = open_path(*dl, req, l, false, Source::rpath);
-                    if (done()) break;
-                    did_main |= l == main_;
-                }
-            }
-            if (!done() && !did_main && main_ >= 0 && !objects_[static_cast<std::size_t>(main_)].dlopened &&
-                main_ != loader) {
-                if (const DirList* dl = object_list(main_, false)) found = open_path(*dl, req, main_, false, Source::rpath);
-            }
-        }
-        // 2. LD_LIBRARY_PATH.
-        if (!done() && env_) found = open_path(*env_, req, -1, false, Source::ld_library_path);
-        // 3. The loader's own RUNPATH (never inherited).
-        if (!done() && ld) {
-            if (const DirList* dl = object_list(loader, true)) found = open_path(*dl, req, loader, true, Source::runpath);
-        }
-        // 4. ld.so.cache, except for secure preloads.  NODEFLIB discards a
-        //    hit below a system directory after it was printed.
-        if (!done() && !(opts_.secure && (mode & kModeSecurePreload)) && !cfg_.inhibit_cache) {
-            emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
-            if (auto hit = cache_.lookup(name.c_str(), cfg_)) {
-                emit(TraceEvent::Kind::trying, *hit);
-                int nl = ld ? loader : (main_ >= 0 ? main_ : rtld_);
-                bool discard = false;
-                if (nl >= 0 && objects_[static_cast<std::size_t>(nl)].facts.nodeflib()) {
-                    for (const auto& d : cfg_.system_dirs)
-                        if (hit->compare(0, d.size(), d) == 0) discard = true;
-                }
-                if (discard) {
-                    emit(TraceEvent::Kind::rejected, *hit, 0u, Label::system, std::optional<std::string>{}, Source::none, "DF_1_NODEFLIB");
-                } else {
-                    found = open_verify(*hit, req);
-                    if (found.status == OpenOutcome::Status::found) last_source_ = Source::cache;
-                }
-            }
-        }
-        // 5. The system directories, unless NODEFLIB.
-        if (!done()) {
-            int nl = ld ? loader : first_in_ns(ns);
-            if (nl < 0 || !objects_[static_cast<std::size_t>(nl)].facts.nodeflib())
-                found = open_path(system_, req, -1, false, Source::system);
-        }
-        emit(TraceEvent::Kind::end_search);
+        found = search(loader, req, ns);  // C.
     } else {
         // B. A path: opened directly, DSTs expanded with the loader's values.
-        std::string real = ld ? expand(*ld, name) : name;
-        found = open_verify(real, req);
-        if (found.status == OpenOutcome::Status::found) last_source_ = Source::slash_name;
+        found = open_verify(loader >= 0 ? expand(objects_[static_cast<std::size_t>(loader)], name) : name, req);
+        found.source = Source::slash_name;
     }
+    return admit(loader, req, ns, std::move(found));
+}
 
+// C. The search proper, list by list, until a file is found or a list
+// fails the whole request.
+Engine::OpenOutcome Engine::search(int loader, Request& req, unsigned ns) {
+    emit(TraceEvent::Kind::find_library, req.name, ns);
+    const Object* ld = loader >= 0 ? &objects_[static_cast<std::size_t>(loader)] : nullptr;
+    auto done = [](const OpenOutcome& o) { return o.status != OpenOutcome::Status::not_found; };
+    // 1. RPATH: only if the loader has no RUNPATH.
+    OpenOutcome found = search_rpaths(loader, req);
+    // 2. LD_LIBRARY_PATH.
+    if (!done(found) && env_) found = open_path(*env_, req, -1, false, Source::ld_library_path);
+    if (!done(found) && !env_ && opts_.library_path && opts_.secure)
+        emit_made([&] { return TraceEvent::skipped(Skip::library_path_secure, -1, Label::ld_library_path); });
+    // 3. The loader's own RUNPATH; those of the objects that loaded it serve
+    //    only their own dependencies.
+    if (ld) {
+        for_each_in_chain(ld->loader, [&](int l) {
+            if (objects_[static_cast<std::size_t>(l)].facts.runpath)
+                emit_made([&] { return TraceEvent::skipped(Skip::runpath_not_inherited, l, Label::runpath); });
+            return true;
+        });
+    }
+    if (!done(found) && ld) {
+        const DirList* dl = object_list(loader, true);
+        report_list_gaps(loader, true);
+        if (dl) found = open_path(*dl, req, loader, true, Source::runpath);
+    }
+    // 4. ld.so.cache.
+    if (!done(found)) found = search_cache(loader, req);
+    // 5. The system directories, unless NODEFLIB.
+    if (!done(found)) {
+        int nl = ld ? loader : first_in_ns(ns);
+        if (nl < 0 || !objects_[static_cast<std::size_t>(nl)].facts.nodeflib())
+            found = open_path(system_, req, -1, false, Source::system);
+        else
+            emit_made([&] { return TraceEvent::skipped(Skip::nodeflib, nl, Label::system); });
+    }
+    emit(TraceEvent::Kind::end_search);
+    return found;
+}
+
+// Step 1: the RPATHs of the loader chain (objects with a RUNPATH contribute
+// nothing but do not stop it), then the main program's if the walk did not
+// cover it.  A loader with a RUNPATH turns all of them off.
+Engine::OpenOutcome Engine::search_rpaths(int loader, Request& req) {
+    OpenOutcome found;
+    const Object* ld = loader >= 0 ? &objects_[static_cast<std::size_t>(loader)] : nullptr;
+    const bool main_counts = main_ >= 0 && !objects_[static_cast<std::size_t>(main_)].dlopened && main_ != loader;
+    bool did_main = false;
+    if (ld && ld->facts.runpath) {
+        if (!sink_) return found;
+        auto skip = [&](int l) {
+            if (objects_[static_cast<std::size_t>(l)].facts.effective_rpath())
+                emit_made([&] { return TraceEvent::skipped(Skip::rpath_under_runpath, l, Label::rpath); });
+            did_main |= l == main_;
+            return true;
+        };
+        for_each_in_chain(loader, skip);
+        if (!did_main && main_counts) skip(main_);
+        return found;
+    }
+    auto walk = [&](int l) {
+        const DirList* dl = object_list(l, false);
+        report_list_gaps(l, false);
+        if (dl) {
+            found = open_path(*dl, req, l, false, Source::rpath);
+            did_main |= l == main_;
+        }
+        return found.status == OpenOutcome::Status::not_found;
+    };
+    for_each_in_chain(loader, walk);
+    if (found.status == OpenOutcome::Status::not_found && !did_main && main_counts) walk(main_);
+    return found;
+}
+
+// Step 4: ld.so.cache, except for preloads in secure mode.  NODEFLIB
+// discards a hit below a system directory after it was printed.
+Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
+    OpenOutcome found;
+    if (opts_.secure && (req.mode & kModeSecurePreload)) {
+        emit_made([&] { return TraceEvent::skipped(Skip::cache_secure_preload, -1); });
+        return found;
+    }
+    if (cfg_.inhibit_cache) {
+        emit_made([&] { return TraceEvent::skipped(Skip::cache_inhibited, -1); });
+        return found;
+    }
+    emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
+    auto hit = cache_.lookup(req.name.c_str(), cfg_);
+    if (!hit) return found;
+    emit(TraceEvent::Kind::trying, *hit);
+    int nl = loader >= 0 ? loader : (main_ >= 0 ? main_ : rtld_);
+    if (nl >= 0 && objects_[static_cast<std::size_t>(nl)].facts.nodeflib()) {
+        for (const auto& d : cfg_.system_dirs)
+            if (hit->compare(0, d.size(), d) == 0) {
+                emit_made([&] { return TraceEvent::rejected(*hit, "DF_1_NODEFLIB"); });
+                return found;
+            }
+    }
+    found = open_verify(*hit, req);
+    if (found.status == OpenOutcome::Status::found) found.source = Source::cache;
+    else report_miss(*hit, found, false);
+    return found;
+}
+
+// Whether the file found joins the namespace: an error, the same file as a
+// loaded object, ld.so's proxy in another namespace, an RTLD_NOLOAD miss, an
+// object the loader refuses, or a new object.
+MapOutcome Engine::admit(int loader, const Request& req, unsigned ns, OpenOutcome found) {
+    MapOutcome out;
+    const std::string& name = req.name;
     if (found.status == OpenOutcome::Status::fatal) {
         out.error = found.error;
         return out;
     }
     if (found.status == OpenOutcome::Status::not_found) {
         if (opts_.keep_going) return out;  // a faked entry: never matched, no deps
-        if (req.found_other_class)
-            out.error = LoadError{name, "wrong ELF class: ELFCLASS32", 0};
-        else
-            out.error = LoadError{name, "cannot open shared object file", errno_};
+        out.error = req.found_other_class ? LoadError{name, "wrong ELF class: ELFCLASS32", 0}
+                                          : LoadError{name, "cannot open shared object file", errno_};
         return out;
     }
-
     // The same file already loaded in this namespace?
     FileId id = found.image->id();
     for (std::size_t i = 0; i < objects_.size(); ++i) {
         Object& o = objects_[i];
         if (o.ns == ns && !o.removed && o.id.valid() && o.id == id) {
             add_name(static_cast<int>(i), name);
-            out.object = static_cast<int>(i);
-            emit(TraceEvent::Kind::result, o.name, ns, Label::system, std::optional<std::string>{}, Source::same_file, name);
-            return out;
+            emit_made([&] { return TraceEvent::result(o.name, ns, Source::same_file, name); });
+            return {static_cast<int>(i)};
         }
     }
+    int owner = (req.mode & kModeCallmap) ? -1 : loader;
     // Only one ld.so, ever: other namespaces get a proxy.
     if (ns != 0 && rtld_ >= 0) {
         const Object& r = objects_[static_cast<std::size_t>(rtld_)];
@@ -402,29 +481,15 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
             p.names = {name};
             p.facts = r.facts;
             p.ns = ns;
-            p.loader = (mode & kModeCallmap) ? -1 : loader;
-            out.object = add_object(std::move(p));
-            out.is_new = true;
-            return out;
+            p.loader = owner;
+            return {add_object(std::move(p)), true};
         }
     }
-    if (mode & kModeNoload) return out;
-
+    if (req.mode & kModeNoload) return out;
     auto facts = read_facts(*found.image);
-    if (!facts.ok) {
-        out.error = LoadError{name, facts.error, 0};
-        return out;
-    }
-    if (facts.facts.type != ET_DYN) {
-        out.error = LoadError{name, "cannot dynamically load executable", 0};
-        return out;
-    }
-    if (!facts.facts.has_dynamic) {
-        out.error = LoadError{name, "object file has no dynamic section", 0};
-        return out;
-    }
-    if (facts.facts.flags_1 & kDf1Pie) {
-        out.error = LoadError{name, "cannot dynamically load position-independent executable", 0};
+    const char* refusal = facts.ok ? refusal_of(facts.facts) : nullptr;
+    if (!facts.ok || refusal) {
+        out.error = LoadError{name, facts.ok ? refusal : facts.error, 0};
         return out;
     }
     Object o;
@@ -433,16 +498,14 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     o.names = {name};
     o.facts = std::move(facts.facts);
     o.origin = origin_of_path(found.path);
-    o.loader = (mode & kModeCallmap) ? -1 : loader;
-    o.dlopened = (mode & kModeCallmap) != 0;
+    o.loader = owner;
+    o.dlopened = (req.mode & kModeCallmap) != 0;
     o.ns = ns;
     o.id = id;
-    o.found_by = last_source_;
-    o.found_via = last_owner_;
-    emit(TraceEvent::Kind::result, o.name, ns, Label::system, std::optional<std::string>{}, last_source_, name);
-    out.object = add_object(std::move(o));
-    out.is_new = true;
-    return out;
+    o.found_by = found.source;
+    o.found_via = found.owner;
+    emit_made([&] { return TraceEvent::result(o.name, ns, o.found_by, name); });
+    return {add_object(std::move(o)), true};
 }
 
 // glibc's _dl_map_object_deps: breadth-first over DT_NEEDED; each new object

@@ -37,10 +37,13 @@ struct Object {
     Source found_by = Source::none;
     int found_via = -1;  // owner of the list it was found in, if any
 
-    // Lazily built RPATH / RUNPATH lists (glibc's cache_rpath states).
-    enum class List : std::uint8_t { unbuilt, none, built };
+    // Lazily built RPATH / RUNPATH lists (glibc's cache_rpath states);
+    // `dropped`: every directory turned out missing, so glibc gave it up.
+    enum class List : std::uint8_t { unbuilt, none, built, dropped };
     List rpath_state = List::unbuilt, runpath_state = List::unbuilt;
     DirList rpath_dirs, runpath_dirs;
+    // The elements that expanded to nothing when the list was built.
+    std::vector<std::pair<std::string, DstDrop>> rpath_drops, runpath_drops;
 };
 
 struct EngineOptions {
@@ -108,9 +111,6 @@ public:
     MapOutcome map_object(int loader, const std::string& name, unsigned ns, unsigned mode);
 
     const std::vector<Object>& objects() const { return objects_; }
-    // The elements of an object's RPATH (runpath=false) or RUNPATH string that
-    // the loader drops, each with the reason (for explanations).
-    std::vector<std::pair<std::string, DstDrop>> dropped_elements(int idx, bool runpath) const;
     bool secure() const { return opts_.secure; }
     // The objects LD_PRELOAD and /etc/ld.so.preload loaded at startup, in order.
     const std::vector<int>& preloads() const { return preloads_; }
@@ -139,6 +139,9 @@ private:
         std::string path;
         std::shared_ptr<const FileImage> image;
         LoadError error;
+        bool rejected = false;        // not_found: the file exists but verification refused it
+        Source source = Source::none;  // found: the rule that found it
+        int owner = -1;               // found: the object whose list it was in
     };
     struct Request {
         std::string name;
@@ -149,17 +152,39 @@ private:
     // Builds the event only when someone listens: the runtime resolver runs
     // without a sink and must not pay for copying paths into events.
     template <typename... A>
-    void emit(A&&... a) {
-        if (sink_) sink_->event(TraceEvent{std::forward<A>(a)...});
+    void emit(TraceEvent::Kind kind, A&&... a) {
+        if (sink_) sink_->event(TraceEvent{kind, std::forward<A>(a)...});
+    }
+    template <typename Make>
+    void emit_made(Make&& make) {
+        if (sink_) sink_->event(make());
     }
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
-    std::string expand(const Object& owner, std::string_view s) const;
+    std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
+    using Drops = std::vector<std::pair<std::string, DstDrop>>;
     DirList fill_list(std::string_view str, std::string_view seps, Label what, const std::optional<std::string>& where,
-                      const Object& owner);
+                      const Object& owner, Drops* drops = nullptr);
     const DirList* object_list(int idx, bool runpath);
     OpenOutcome open_verify(const std::string& path, Request& req);
     OpenOutcome open_path(const DirList& list, Request& req, int owner, bool runpath, Source src);
+    // _dl_map_object in two halves: where the file is (a search, or a name
+    // with a slash), then whether and how it joins the process.
+    OpenOutcome search(int loader, Request& req, unsigned ns);
+    OpenOutcome search_rpaths(int loader, Request& req);
+    OpenOutcome search_cache(int loader, Request& req);
+    MapOutcome admit(int loader, const Request& req, unsigned ns, OpenOutcome found);
+    // Trace what a list of `idx` leaves out: dropped elements, or the whole
+    // list when glibc gave it up.
+    void report_list_gaps(int idx, bool runpath);
+    void report_miss(const std::string& path, const OpenOutcome& o, bool dir_missing);
+    // The loader chain of `loader`: it, the object that loaded it, ..., up
+    // to an object loaded by nobody (the main program or a dlopen'ed one).
+    template <typename F>
+    void for_each_in_chain(int loader, F&& f) const {
+        for (int l = loader; l >= 0; l = objects_[static_cast<std::size_t>(l)].loader)
+            if (!f(l)) return;
+    }
     void print_header(const DirList& list, std::size_t from);
     int main_index() const { return main_; }
     int first_in_ns(unsigned ns) const;
@@ -187,10 +212,10 @@ private:
     int main_ = -1;
     int rtld_ = -1;
     std::vector<int> preloads_;
-    int errno_ = 0;  // the loader's errno, as it flows between system calls
+    // The loader's errno as it flows between system calls: it decides
+    // whether a list is abandoned and what a failure's message says.
+    int errno_ = 0;
     std::string cwd_;
-    Source last_source_ = Source::none;
-    int last_owner_ = -1;
 };
 
 }  // namespace ldshim::loader

@@ -26,6 +26,8 @@ std::size_t count_dsts(std::string_view s);
 
 // Why an element was dropped, for explanations.
 enum class DstDrop { none, unknown_value, secure_position, untrusted_dir };
+// Why an element was dropped, for people.
+const char* dst_drop_text(DstDrop d);
 
 // Expand every token of one element.  Returns "" when glibc would drop the
 // element (an unknown value, $ORIGIN not allowed in secure mode, or a secure

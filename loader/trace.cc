@@ -32,6 +32,8 @@ std::optional<std::string> ld_debug_payload(const TraceEvent& e) {
         case K::aux_empty_dst:
             return "cannot load auxiliary `" + e.text + "' because of empty dynamic string token substitution";
         case K::rejected:
+        case K::missed:
+        case K::skipped:
         case K::result: return std::nullopt;
     }
     return std::nullopt;
@@ -64,6 +66,34 @@ void LdDebugPrinter::event(const TraceEvent& e) {
     std::fputs(prefix_.c_str(), out_);
     std::fwrite(p->data(), 1, p->size(), out_);
     std::fputc('\n', out_);
+}
+
+TraceEvent TraceEvent::result(std::string path, unsigned ns, Source source, std::string name) {
+    TraceEvent e{Kind::result, std::move(path), ns};
+    e.source = source;
+    e.detail = std::move(name);
+    return e;
+}
+
+TraceEvent TraceEvent::rejected(std::string path, std::string why) {
+    TraceEvent e{Kind::rejected, std::move(path)};
+    e.detail = std::move(why);
+    return e;
+}
+
+TraceEvent TraceEvent::missed(std::string path, std::string why) {
+    TraceEvent e{Kind::missed, std::move(path)};
+    e.detail = std::move(why);
+    return e;
+}
+
+TraceEvent TraceEvent::skipped(Skip why, int object, Label list, std::string what, std::string detail) {
+    TraceEvent e{Kind::skipped, std::move(what)};
+    e.skip = why;
+    e.object = object;
+    e.label = list;
+    e.detail = std::move(detail);
+    return e;
 }
 
 }  // namespace ldshim::loader

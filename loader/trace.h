@@ -25,6 +25,22 @@ enum class Source : std::uint8_t {
 };
 const char* source_text(Source s);
 
+// Why the engine did not look somewhere (TraceEvent::Kind::skipped).  The
+// engine reports these at the decision; tools format them and never
+// re-derive the rules.
+enum class Skip : std::uint8_t {
+    none,
+    rpath_under_runpath,    // `object`'s RPATH: the requester has a RUNPATH, which turns off the chain
+    runpath_not_inherited,  // `object`'s RUNPATH: it serves only that object's own dependencies
+    list_dropped,           // `object`'s list (label): all its directories were found missing earlier
+    element_dropped,        // an element (text) of `object`'s list (label) that expands to nothing; detail: why
+    dir_missing,            // a directory (text) of a list, known not to exist: no longer tried or printed
+    library_path_secure,    // LD_LIBRARY_PATH: ignored in secure mode
+    cache_secure_preload,   // ld.so.cache: not used for a preload in secure mode
+    cache_inhibited,        // ld.so.cache: ld.so --inhibit-cache
+    nodeflib,               // the system directories: `object` is linked with -z nodefaultlib
+};
+
 struct TraceEvent {
     enum class Kind : std::uint8_t {
         find_library,   // text = name, ns
@@ -34,8 +50,10 @@ struct TraceEvent {
         end_search,     // the empty line that closes a search
         aux_empty_dst,  // text = DT_NEEDED string dropped for an empty DST
         // Not printed by LD_DEBUG=libs; for tools that explain a search.
-        rejected,       // text = candidate, detail = why
-        result,         // text = path or object name, source, owner
+        rejected,       // text = candidate, detail = why (it exists, but is not usable)
+        missed,         // text = candidate, detail = why it could not be opened
+        skipped,        // skip = why, object/label/text = what (see Skip)
+        result,         // text = path or object name, source, detail = the name asked for
     };
     Kind kind;
     std::string text;
@@ -44,6 +62,14 @@ struct TraceEvent {
     std::optional<std::string> where;
     Source source = Source::none;
     std::string detail;
+    int object = -1;  // the model object a skipped list belongs to
+    Skip skip = Skip::none;
+
+    static TraceEvent result(std::string path, unsigned ns, Source source, std::string name);
+    static TraceEvent rejected(std::string path, std::string why);
+    static TraceEvent missed(std::string path, std::string why);
+    static TraceEvent skipped(Skip why, int object, Label list = Label::system, std::string what = {},
+                              std::string detail = {});
 };
 
 class TraceSink {

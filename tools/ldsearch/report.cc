@@ -143,7 +143,9 @@ json searches_json(const std::vector<TraceEvent>& events) {
                 }
                 break;
             case K::end_search:
-            case K::aux_empty_dst: break;
+            case K::aux_empty_dst:
+            case K::missed:
+            case K::skipped: break;
         }
         if (open) {
             if (auto p = ld_debug_payload(ev); p && is_search_line(*p)) cur["lines"].push_back(*p);

@@ -1,7 +1,8 @@
-// "Why was NAME (not) found?": one lookup's trace, read against the process
-// model, as a list of every place the loader considered or skipped, each with
-// its reason, and a one-line verdict.  Pure apart from the Fs it is given
-// (to tell a missing directory from a missing file).
+// "Why was NAME (not) found?": one lookup's trace as a list of every place
+// the loader considered or skipped, each with its reason, and a one-line
+// verdict.  It only formats: the engine reports every decision in the trace
+// (TraceEvent kinds rejected, missed, skipped), and nothing here restates a
+// search rule or looks at the filesystem.
 #pragma once
 
 #include "loader/engine.h"
@@ -35,7 +36,13 @@ struct WhyReport {
 // `requester`: the object whose lookup it was (its loader chain decides the
 // lists); `events`: that lookup's trace, from find_library (or nothing, for
 // a name with a slash or an already loaded one) to its result.
-WhyReport explain_lookup(const Engine& e, Fs& fs, int requester, const std::string& name,
+WhyReport explain_lookup(const Engine& e, int requester, const std::string& name,
                          const std::vector<TraceEvent>& events, const std::string& argv0);
+
+// (Transition: the filesystem is no longer consulted.)
+inline WhyReport explain_lookup(const Engine& e, Fs&, int requester, const std::string& name,
+                                const std::vector<TraceEvent>& events, const std::string& argv0) {
+    return explain_lookup(e, requester, name, events, argv0);
+}
 
 }  // namespace ldsearch
