@@ -39,10 +39,4 @@ struct WhyReport {
 WhyReport explain_lookup(const Engine& e, int requester, const std::string& name,
                          const std::vector<TraceEvent>& events, const std::string& argv0);
 
-// (Transition: the filesystem is no longer consulted.)
-inline WhyReport explain_lookup(const Engine& e, Fs&, int requester, const std::string& name,
-                                const std::vector<TraceEvent>& events, const std::string& argv0) {
-    return explain_lookup(e, requester, name, events, argv0);
-}
-
 }  // namespace ldsearch

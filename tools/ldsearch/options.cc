@@ -1,0 +1,273 @@
+// ldsearch's command line.  Parsing never exits: --help, --version and usage
+// errors come back to main as a ParseResult.
+#include "options.h"
+
+#include "ldshim_version.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace ldsearch {
+namespace {
+
+constexpr const char* kHelp = R"(Usage: ldsearch [OPTION]... PROGRAM
+       ldsearch tree [OPTION]... PROGRAM
+Print the library search that the dynamic loader performs while PROGRAM starts,
+exactly as LD_DEBUG=libs prints it (without the "PID:<TAB>" prefix), without
+running PROGRAM.  LD_LIBRARY_PATH and LD_PRELOAD are taken from the environment
+and applied as the loader would apply them for PROGRAM.
+
+       ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
+       ldsearch --diff [--keep] [--json] -- COMMAND [ARG]...
+       ldsearch --replay [--json] LOG...
+Modes (the first argument; "ldsearch -- tree" means a program named tree):
+  tree                   the dependency tree instead: every DT_NEEDED entry,
+                         the file it resolved to and how it was found (RPATH
+                         of X, LD_LIBRARY_PATH, RUNPATH of X, ld.so.cache,
+                         system directory, already loaded, already loaded as
+                         SONAME); missing libraries are marked, and the walk
+                         goes on past them
+  why NAME               every place the loader considered for NAME and why
+                         each was rejected or not searched (missing
+                         directory, wrong ELF class or machine, NODEFLIB,
+                         RUNPATH not inherited, RPATH turned off by a
+                         RUNPATH, a token dropped in secure mode, a name with
+                         a slash), then a one-line verdict.  The lookup is
+                         the one startup makes for NAME; with --from OBJECT,
+                         or for a name nothing needs, a dlopen from OBJECT
+                         (default: PROGRAM).  Exit status 0 if found, 1 if not
+
+Checking ldsearch against the real loader:
+  --diff -- COMMAND      run COMMAND with LD_DEBUG=libs,files written through
+                         LD_DEBUG_OUTPUT (its own output is untouched; child
+                         processes are covered), then replay every search of
+                         every process -- startup, and each dlopen from the
+                         object the loader attributed it to -- and print a
+                         unified diff per differing search, or "N searches in
+                         M processes: all identical".  Each process is modelled
+                         with ldsearch's environment.  --keep keeps the capture
+  --replay LOG...        the same on LD_DEBUG_OUTPUT files captured earlier
+                         (with LD_DEBUG=libs,files)
+
+Output:
+  --json                 one JSON document instead of text (schema:
+                         docs/ldsearch.schema.json)
+  --color[=WHEN]         tree colours: auto (default: on a terminal unless
+                         NO_COLOR is set), always, never
+
+After startup, dlopen calls can be emulated:
+  --dlopen NAME          dlopen(NAME, RTLD_NOW) from the current --from object;
+                         prints its search lines, then the l_name of the object
+                         it returns (repeatable, in order)
+  --dlopen-noload NAME   the same with RTLD_NOLOAD
+  --dlmopen NAME         dlmopen(LM_ID_NEWLM, NAME)
+  --from OBJECT          the calling object for the following dlopens: PROGRAM
+                         (the default) or an object loaded so far, named by
+                         path, l_name or SONAME
+
+Modelling the process:
+  --keep-going           continue past missing libraries, as the loader does
+                         under LD_TRACE_LOADED_OBJECTS=1 (ldd)
+  --secure               model a set-user-ID start (AT_SECURE); by default this
+                         is derived from PROGRAM's set-id bits and your ids
+  --no-secure            never model AT_SECURE
+  --library-path PATH    like ld.so --library-path (replaces LD_LIBRARY_PATH)
+  --inhibit-rpath LIST   like ld.so --inhibit-rpath
+  --inhibit-cache        like ld.so --inhibit-cache
+  --cache FILE           read FILE as /etc/ld.so.cache (lines still name
+                         /etc/ld.so.cache, as the loader prints it)
+  --root DIR             a sysroot: PROGRAM, its libraries, /etc/ld.so.cache,
+                         /etc/ld.so.preload and the interpreter are those
+                         inside DIR; symlinks, $ORIGIN and ".." are resolved
+                         as after chroot(DIR) and never leave it.  Printed
+                         paths are the paths inside DIR
+  --ld-so PATH           the loader whose configuration is used (default:
+                         PROGRAM's PT_INTERP)
+  --platform NAME        model another $PLATFORM (and legacy platform
+                         subdirectory); default: the running loader's
+  --hwcaps LIST          model these glibc-hwcaps subdirectories, highest
+                         priority first (e.g. x86-64-v3,x86-64-v2; "none" for
+                         none); they also select ld.so.cache entries
+  --lib NAME             model another $LIB (e.g. lib64)
+  --env NAME=VALUE       model PROGRAM's environment variable NAME (one of
+                         LD_LIBRARY_PATH, LD_PRELOAD, LD_ORIGIN_PATH) without
+                         setting it for ldsearch itself; "--env NAME" unsets it
+  --all-lines            print every LD_DEBUG=libs line of the searches,
+                         including the empty lines that close them
+  --no-config-cache      ask the loader for its configuration (ld.so --help)
+                         instead of reusing the answer cached under
+                         $XDG_CACHE_HOME/ldshim (or ~/.cache/ldshim); the cache
+                         key covers the loader file, the CPU, GLIBC_TUNABLES,
+                         LD_HWCAP_MASK and the boot; LDSHIM_NO_CACHE=1 also
+                         disables it
+
+  -h, --help             show this help and exit
+  -V, --version          show the version and exit
+
+Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail,
+or (--diff, --replay) a search differs; 125 --diff could not run COMMAND
+(glibc's message is printed on stderr); 2 usage error; 3 PROGRAM cannot be read
+or is not an ELF program for this loader; 4 the loader's configuration could
+not be read.
+)";
+
+ParseResult usage(std::string msg) {
+    ParseResult r;
+    r.error = std::move(msg);
+    r.status = kUsage;
+    return r;
+}
+
+// Checked before an option is handled, so that a missing value is reported
+// as "requires an argument" whatever the option.
+bool takes_value(const std::string& a) {
+    for (const char* o : {"--dlopen", "--dlopen-noload", "--dlmopen", "--from", "--library-path", "--inhibit-rpath",
+                          "--cache", "--ld-so", "--root", "--platform", "--hwcaps", "--lib", "--env"})
+        if (a == o) return true;
+    return false;
+}
+
+// --diff [--keep] [--json] -- COMMAND [ARG]... and --replay [--json] LOG...
+ParseResult parse_check_mode(int argc, char** argv) {
+    Options o;
+    bool diff = std::strcmp(argv[1], "--diff") == 0;
+    o.mode = diff ? Mode::diff : Mode::replay;
+    int i = 2;
+    for (; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) {
+            o.json = true;
+            continue;
+        }
+        if (!diff) break;
+        if (std::strcmp(argv[i], "--") == 0) {
+            ++i;
+            break;
+        }
+        if (std::strcmp(argv[i], "--keep") == 0) o.keep = true;
+        else return usage(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] [--json] -- COMMAND)");
+    }
+    for (; i < argc; ++i) o.operands.emplace_back(argv[i]);
+    if (o.operands.empty()) return usage(diff ? "--diff: missing COMMAND after --" : "--replay: missing LOG");
+    return {std::move(o)};
+}
+
+// One option of the search, tree and why modes, `a`; its value, if it takes
+// one, is argv[++i].  Returns false if `a` is no such option, and sets
+// `error` for a bad value.
+bool parse_option(const std::string& a, char** argv, int& i, Options& o, std::string& error) {
+    if (a == "--dlopen") {
+        o.ops.push_back({Op::Kind::dlopen, argv[++i]});
+    } else if (a == "--dlopen-noload") {
+        o.ops.push_back({Op::Kind::noload, argv[++i]});
+    } else if (a == "--dlmopen") {
+        o.ops.push_back({Op::Kind::dlmopen, argv[++i]});
+    } else if (a == "--from") {
+        o.ops.push_back({Op::Kind::from, argv[++i]});
+    } else if (a == "--keep-going") {
+        o.keep_going = true;
+    } else if (a == "--secure") {
+        o.secure = true;
+    } else if (a == "--no-secure") {
+        o.secure = false;
+    } else if (a == "--library-path") {
+        o.library_path = argv[++i];
+    } else if (a == "--inhibit-rpath") {
+        o.inhibit_rpath = argv[++i];
+    } else if (a == "--inhibit-cache") {
+        o.inhibit_cache = true;
+    } else if (a == "--cache") {
+        o.cache_file = argv[++i];
+    } else if (a == "--ld-so") {
+        o.ld_so = argv[++i];
+    } else if (a == "--root") {
+        o.root = argv[++i];
+    } else if (a == "--platform") {
+        o.platform = argv[++i];
+    } else if (a == "--hwcaps") {
+        o.hwcaps = argv[++i];
+    } else if (a == "--lib") {
+        o.dst_lib = argv[++i];
+    } else if (a == "--env") {
+        std::string kv = argv[++i];
+        auto eq = kv.find('=');
+        std::string name = kv.substr(0, eq);
+        if (name != "LD_LIBRARY_PATH" && name != "LD_PRELOAD" && name != "LD_ORIGIN_PATH")
+            error = "--env: unsupported variable '" + name + "'";
+        else
+            o.env_over.emplace_back(name, eq == std::string::npos ? std::nullopt
+                                                                  : std::optional<std::string>(kv.substr(eq + 1)));
+    } else if (a == "--no-config-cache") {
+        o.no_cache = true;
+    } else if (a == "--all-lines") {
+        o.all_lines = true;
+    } else if (a == "--json") {
+        o.json = true;
+    } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
+        o.color = a.size() > 8 ? a.substr(8) : "always";
+        if (o.color != "auto" && o.color != "always" && o.color != "never")
+            error = "--color: expected auto, always or never, not '" + o.color + "'";
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int usage_error(const std::string& msg) {
+    std::fprintf(stderr, "ldsearch: %s\nTry 'ldsearch --help' for more information.\n", msg.c_str());
+    return kUsage;
+}
+
+ParseResult parse_options(int argc, char** argv) {
+    if (argc > 1 && (std::strcmp(argv[1], "--diff") == 0 || std::strcmp(argv[1], "--replay") == 0))
+        return parse_check_mode(argc, argv);
+    Options o;
+    int first = 1;
+    if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {
+        o.mode = Mode::tree;
+        first = 2;
+    } else if (argc > 1 && std::strcmp(argv[1], "why") == 0) {
+        o.mode = Mode::why;
+        first = 2;
+    }
+    for (int i = first; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            ParseResult r;
+            r.out = kHelp;
+            return r;
+        }
+        if (a == "-V" || a == "--version") {
+            ParseResult r;
+            r.out = std::string("ldsearch (ldshim) ") + LDSHIM_VERSION_STRING + "\n";
+            return r;
+        }
+        if (takes_value(a) && i + 1 >= argc) return usage("option '" + a + "' requires an argument");
+        std::string error;
+        if (parse_option(a, argv, i, o, error)) {
+            if (!error.empty()) return usage(error);
+        } else if (a == "--") {
+            if (i + 1 < argc) o.program = argv[++i];
+            if (i + 1 < argc) return usage("too many arguments");
+        } else if (a.size() > 1 && a[0] == '-') {
+            return usage("unrecognized option '" + a + "'");
+        } else if (o.mode == Mode::why && o.why_name.empty()) {
+            o.why_name = a;
+        } else if (o.program.empty()) {
+            o.program = a;
+        } else {
+            return usage("too many arguments");
+        }
+    }
+    if (o.mode == Mode::why && o.why_name.empty()) return usage("why: missing NAME");
+    if (o.program.empty()) return usage("missing PROGRAM");
+    if (o.mode == Mode::why)
+        for (const auto& op : o.ops)
+            if (op.kind != Op::Kind::from) return usage("why: --dlopen and friends do not apply; use --from");
+    return {std::move(o)};
+}
+
+}  // namespace ldsearch
