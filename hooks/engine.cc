@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -75,27 +76,30 @@ void pin_self() {
 
 }  // namespace
 
+namespace {
+std::atomic<Engine*> g_engine{nullptr};  // once built (lib/fork_handlers.cc)
+}  // namespace
+
 Engine& Engine::instance() {
     static Engine* e = [] {
         auto* en = new Engine;  // never destroyed: hooks outlive static destructors
-        // fork() while a pass runs must not leave the child with the pass's
-        // locks held: taken in the pass's order, released on both sides.
-        pthread_atfork(
-            [] {
-                instance().mu_.lock();
-                OpLog::global().fork_prepare();
-            },
-            [] {
-                OpLog::global().fork_release();
-                instance().mu_.unlock();
-            },
-            [] {
-                OpLog::global().fork_release();
-                instance().mu_.unlock();
-            });
+        g_engine.store(en, std::memory_order_release);
         return en;
     }();
     return *e;
+}
+
+Engine* Engine::existing() { return g_engine.load(std::memory_order_acquire); }
+
+// A pass holds the engine's lock, then the log's: taken in that order.
+void Engine::fork_prepare() {
+    mu_.lock();
+    OpLog::global().fork_prepare();
+}
+
+void Engine::fork_release() {
+    OpLog::global().fork_release();
+    mu_.unlock();
 }
 
 bool Engine::in_ldshim(std::uintptr_t addr) const {

@@ -28,6 +28,12 @@ void* loader_next(HookId id, const void* caller);
 class Engine {
 public:
     static Engine& instance();
+    // The instance if it was built, else nullptr (never builds it).
+    static Engine* existing();
+    // fork(): lib/fork_handlers.cc holds the engine's and the log's locks
+    // across it.
+    void fork_prepare();
+    void fork_release();
 
     int install(unsigned flags);  // ldshim_status
     int uninstall();

@@ -28,10 +28,6 @@ struct Slot {
 };
 Slot g_subs[kMaxSubscribers];
 std::mutex g_subs_mu;
-// A child forked during (un)subscribe must not inherit the lock held.
-[[gnu::constructor]] void register_subs_fork_handler() {
-    pthread_atfork([] { g_subs_mu.lock(); }, [] { g_subs_mu.unlock(); }, [] { g_subs_mu.unlock(); });
-}
 
 void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintptr_t base, std::size_t length,
             const char* fn) {
@@ -202,5 +198,8 @@ void ensure_driver_companions() {
     }
     (void)dlerror();
 }
+
+void subscribers_fork_prepare() { g_subs_mu.lock(); }
+void subscribers_fork_release() { g_subs_mu.unlock(); }
 
 }  // namespace ldshim::hooks

@@ -55,6 +55,9 @@ void undo_free(const Removed& r, const char* fn);
 using Callback = ldshim_mem_callback_t;
 bool subscribe(Callback cb, void* arg);
 bool unsubscribe(Callback cb, void* arg);
+// fork(): lib/fork_handlers.cc holds the subscriber lock across it.
+void subscribers_fork_prepare();
+void subscribers_fork_release();
 
 // Companion functions of the CUDA library a hook's target lives in.
 int runtime_device();  // cudaGetDevice, or -1

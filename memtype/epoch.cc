@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <new>
 
 namespace ldshim::memtype {
@@ -37,16 +38,25 @@ EpochDomain::EpochDomain() {
         membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         membarrier_ = true;
     pthread_key_create(&g_slot_key, release_slot);
-    pthread_atfork(nullptr, nullptr, [] { instance().reset_after_fork(); });
 }
+
+namespace {
+std::atomic<EpochDomain*> g_domain{nullptr};  // once built (lib/fork_handlers.cc)
+}  // namespace
 
 EpochDomain& EpochDomain::instance() {
     // Never destroyed: readers in other threads may run until the very end of
     // the process, after static destructors.
     alignas(EpochDomain) static unsigned char storage[sizeof(EpochDomain)];
-    static EpochDomain* d = new (storage) EpochDomain();
+    static EpochDomain* d = [] {
+        auto* dom = new (storage) EpochDomain();
+        g_domain.store(dom, std::memory_order_release);
+        return dom;
+    }();
     return *d;
 }
+
+EpochDomain* EpochDomain::existing() { return g_domain.load(std::memory_order_acquire); }
 
 EpochDomain::Slot* EpochDomain::claim_slot() noexcept {
     if (t_slot_) return t_slot_;

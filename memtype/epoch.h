@@ -69,7 +69,10 @@ public:
     bool uses_membarrier() const noexcept { return membarrier_; }
 
     // fork() child: only the calling thread survives; forget the others.
+    // (Called by lib/fork_handlers.cc.)
     void reset_after_fork() noexcept;
+    // instance() if it was built, else nullptr (never builds it).
+    static EpochDomain* existing();
 
 private:
     EpochDomain();

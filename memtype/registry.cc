@@ -4,6 +4,7 @@
 
 #include "memtype/epoch.h"
 
+#include <atomic>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -54,20 +55,23 @@ Registry::~Registry() {
         }
 }
 
+namespace {
+std::atomic<Registry*> g_global{nullptr};  // once built (lib/fork_handlers.cc)
+}  // namespace
+
 Registry& Registry::global() {
     // Never destroyed: hooks may look up and update from any thread until the
     // process is gone, after static destructors have run.
     alignas(Registry) static unsigned char storage[sizeof(Registry)];
     static Registry* r = [] {
         auto* g = new (storage) Registry();
-        // A thread forking while another inserts must not leave the child a
-        // writer lock that nobody will release.
-        pthread_atfork([] { global().fork_prepare(); }, [] { global().fork_release(); },
-                       [] { global().fork_release(); });
+        g_global.store(g, std::memory_order_release);
         return g;
     }();
     return *r;
 }
+
+Registry* Registry::existing_global() { return g_global.load(std::memory_order_acquire); }
 
 std::size_t Registry::size() const noexcept {
     EpochDomain::Guard guard(*dom_);

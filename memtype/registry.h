@@ -62,6 +62,8 @@ public:
     // fork(): the writer lock is taken before and released after, in both
     // processes, so a child never inherits it held (registered for global()).
     void fork_prepare() { write_mu_.lock(); }
+    // global() if it was built, else nullptr (never builds it).
+    static Registry* existing_global();
     void fork_release() { write_mu_.unlock(); }
 
     std::size_t size() const noexcept;          // number of ranges

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -98,6 +99,9 @@ std::string argv0() {
     return a;
 }
 
+// The instance once built (lib/fork_handlers.cc locks only what exists).
+std::atomic<LiveProcess*> g_existing{nullptr};
+
 }  // namespace
 
 LiveProcess& LiveProcess::instance() {
@@ -107,14 +111,13 @@ LiveProcess& LiveProcess::instance() {
     alignas(LiveProcess) static unsigned char storage[sizeof(LiveProcess)];
     static LiveProcess* p = [] {
         auto* lp = new (storage) LiveProcess();
-        // A child forked while another thread resolves must not inherit the
-        // model's lock held.
-        pthread_atfork([] { instance().fork_prepare(); }, [] { instance().fork_release(); },
-                       [] { instance().fork_release(); });
+        g_existing.store(lp, std::memory_order_release);
         return lp;
     }();
     return *p;
 }
+
+LiveProcess* LiveProcess::existing() { return g_existing.load(std::memory_order_acquire); }
 
 LiveProcess::LiveProcess() {
     std::string exe = "/proc/self/exe";

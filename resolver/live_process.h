@@ -45,7 +45,9 @@ public:
     // next call sees the new objects (also caught by the counters).
     void note_changed();
 
-    // fork(): see instance().
+    // The instance if it was built, else nullptr (never builds it).
+    static LiveProcess* existing();
+    // fork(): lib/fork_handlers.cc holds the model's lock across it.
     void fork_prepare() { mu_.lock(); }
     void fork_release() { mu_.unlock(); }
 
