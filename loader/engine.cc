@@ -249,8 +249,8 @@ void Engine::report_list_gaps(int idx, bool runpath) {
         emit_made([&] { return TraceEvent::skipped(Skip::list_dropped, idx, label); });
         return;
     }
-    for (const auto& [elem, why] : runpath ? o.runpath_drops : o.rpath_drops)
-        emit_made([&] { return TraceEvent::skipped(Skip::element_dropped, idx, label, elem, dst_drop_text(why)); });
+    for (const auto& drop : runpath ? o.runpath_drops : o.rpath_drops)
+        emit_made([&] { return TraceEvent::skipped(Skip::element_dropped, idx, label, drop.first, dst_drop_text(drop.second)); });
 }
 
 int Engine::first_in_ns(unsigned ns) const {
@@ -545,6 +545,8 @@ std::optional<LoadError> Engine::load_deps(std::vector<int> queue) {
     return std::nullopt;
 }
 
+// Startup, as rtld's dl_main: the program, ld.so and the vDSO, the search
+// lists, the preloads, then the dependencies breadth first.
 StartResult Engine::start(const std::string& program) {
     StartResult res;
     auto img = fs_.open(program);
@@ -559,12 +561,34 @@ StartResult Engine::start(const std::string& program) {
         res.error = program + ": " + facts.error;
         return res;
     }
+    add_initial_objects(program, facts.facts);
 
+    // Search paths: the main program's RUNPATH (or else RPATH), then
+    // LD_LIBRARY_PATH, each created now so that they own their pool entries.
+    object_list(main_, true);
+    object_list(main_, false);
+    if (opts_.library_path && !opts_.secure && !opts_.library_path->empty()) {
+        DirList l = fill_list(*opts_.library_path, ":;", opts_.library_path_label, std::nullopt, objects_[0]);
+        if (!l.empty()) env_ = std::move(l);
+    }
+
+    preloads_ = load_preloads(res.warnings);
+    std::vector<int> roots{main_};
+    roots.insert(roots.end(), preloads_.begin(), preloads_.end());
+    if (auto err = load_deps(std::move(roots))) {
+        res.ok = false;
+        res.error = opts_.argv0 + ": error while loading shared libraries: " + err->text();
+    }
+    return res;
+}
+
+// The objects there before any search: the main program, ld.so and the vDSO.
+void Engine::add_initial_objects(const std::string& program, const ObjectFacts& facts) {
     // The main program: l_name "", known as "" (so dlopen(NULL) finds it).
     Object m;
     m.kind = Object::Kind::main;
     m.names = {""};
-    m.facts = facts.facts;
+    m.facts = facts;
     // $ORIGIN: the kernel's /proc/self/exe, i.e. the resolved path.
     if (auto rp = fs_.realpath(program)) {
         auto slash = rp->rfind('/');
@@ -579,7 +603,7 @@ StartResult Engine::start(const std::string& program) {
     // ld.so, known by its PT_INTERP string and its SONAME.
     Object r;
     r.kind = Object::Kind::rtld;
-    r.name = facts.facts.interp.value_or(cfg_.rtld_path);
+    r.name = facts.interp.value_or(cfg_.rtld_path);
     r.names = {r.name};
     if (auto ri = fs_.open(r.name); ri.image) {
         auto rf = read_facts(*ri.image);
@@ -596,17 +620,11 @@ StartResult Engine::start(const std::string& program) {
         v.facts.soname = v.name;
         add_object(std::move(v));
     }
+}
 
-    // Search paths: the main program's RUNPATH (or else RPATH), then
-    // LD_LIBRARY_PATH, each created now so that they own their pool entries.
-    object_list(main_, true);
-    object_list(main_, false);
-    if (opts_.library_path && !opts_.secure && !opts_.library_path->empty()) {
-        DirList l = fill_list(*opts_.library_path, ":;", opts_.library_path_label, std::nullopt, objects_[0]);
-        if (!l.empty()) env_ = std::move(l);
-    }
-
-    // Preloads: LD_PRELOAD (split on spaces and colons), then /etc/ld.so.preload.
+// LD_PRELOAD (split on spaces and colons), then /etc/ld.so.preload; a
+// preload that fails is a warning, as in ld.so.  Returns the new objects.
+std::vector<int> Engine::load_preloads(std::vector<std::string>& warnings) {
     std::vector<int> preloads;
     auto preload_one = [&](const std::string& n, const char* where) {
         if (opts_.secure && n.find('/') != std::string::npos) return;
@@ -614,8 +632,8 @@ StartResult Engine::start(const std::string& program) {
         MapOutcome mo = map_object(main_, n, 0, kModeSecurePreload);
         if (mo.error) {
             // ld.so prints only glibc's errstring here.
-            res.warnings.push_back("ERROR: ld.so: object '" + n + "' from " + where + " cannot be preloaded (" +
-                                   mo.error->errstring + "): ignored.");
+            warnings.push_back("ERROR: ld.so: object '" + n + "' from " + where + " cannot be preloaded (" +
+                               mo.error->errstring + "): ignored.");
         } else if (mo.is_new && objects_.size() != before) {
             preloads.push_back(mo.object);
         }
@@ -632,15 +650,7 @@ StartResult Engine::start(const std::string& program) {
                 if (!p.empty()) preload_one(std::string(p), opts_.preload_file->c_str());
         }
     }
-
-    preloads_ = preloads;
-    std::vector<int> roots{main_};
-    roots.insert(roots.end(), preloads.begin(), preloads.end());
-    if (auto err = load_deps(std::move(roots))) {
-        res.ok = false;
-        res.error = opts_.argv0 + ": error while loading shared libraries: " + err->text();
-    }
-    return res;
+    return preloads;
 }
 
 unsigned Engine::new_namespace() const {

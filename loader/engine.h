@@ -193,6 +193,8 @@ private:
     int add_object(Object o);
     std::optional<std::string> origin_of_path(const std::string& path);
     std::optional<LoadError> load_deps(std::vector<int> roots);
+    void add_initial_objects(const std::string& program, const ObjectFacts& facts);
+    std::vector<int> load_preloads(std::vector<std::string>& warnings);
     unsigned new_namespace() const;
 
     LoaderConfig cfg_;

@@ -125,8 +125,10 @@ void Registry::clear() {
 
 // Replace [base, last] (cutting what overlaps it) and optionally insert `add`.
 // Only the chunks that hold overlapping entries, plus at most one neighbour
-// to keep chunks from shrinking to nothing, are rebuilt.
-void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+// to keep chunks from shrinking to nothing, are rebuilt.  One function on
+// purpose: the affected range, the rebuilt entries and the new index are
+// one copy-on-write step whose invariants read best together.
+void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {  // NOLINT(readability-function-size)
     const Snapshot* s = current_.load(std::memory_order_relaxed);
     const std::size_t nc = s->nchunks;
     std::size_t ci = 0, cj = 0;  // affected chunks [ci, cj)
