@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Shared by the benchmark scripts: read hyperfine's --export-json results.
 # mean_ms FILE INDEX: the mean of command INDEX in milliseconds.
 mean_ms() {

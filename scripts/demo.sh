@@ -80,7 +80,8 @@ searched() { # each list a search went through, without the glibc-hwcaps and hwc
         label=$(printf '%s\n' "$line" | sed -n 's/.*[[:space:]](\(.*\))$/\1/p')
         dirs=$(printf '%s\n' "${line%%[[:space:]](*}" | sed 's/[[:space:]]*$//' | tr ':' '\n' |
             grep -v -e '/glibc-hwcaps/' -e '/tls' -e '/x86_64$' -e '/x86_64/x86_64' | paste -sd: - | show)
-        printf '   %-58s %s\n' "$dirs" "${label:-the loader's cache}"
+        [ -n "$label" ] || label="the loader's cache"
+        printf '   %-58s %s\n' "$dirs" "$label"
     done
 }
 echo "ldsearch replays the two searches.  From libucm.so.0 (what glibc did):"
