@@ -9,14 +9,14 @@ using namespace ldshim::hooks;
 
 extern "C" {
 
-int ldshim_hooks_install(unsigned flags) { return Engine::instance().install(flags); }
-int ldshim_hooks_uninstall(void) { return Engine::instance().uninstall(); }
-int ldshim_hooks_refresh(void) { return Engine::instance().refresh(); }
+ldshim_status ldshim_hooks_install(unsigned flags) { return static_cast<ldshim_status>(Engine::instance().install(flags)); }
+ldshim_status ldshim_hooks_uninstall(void) { return static_cast<ldshim_status>(Engine::instance().uninstall()); }
+ldshim_status ldshim_hooks_refresh(void) { return static_cast<ldshim_status>(Engine::instance().refresh()); }
 unsigned ldshim_hooks_active(void) { return g_active_paths.load(std::memory_order_relaxed); }
 
 size_t ldshim_hooks_log_size(void) { return OpLog::global().size(); }
 
-int ldshim_hooks_log_get(size_t index, ldshim_hook_op_t* op) {
+ldshim_status ldshim_hooks_log_get(size_t index, ldshim_hook_op_t* op) {
     const Op* e = op ? OpLog::global().get(index) : nullptr;
     if (!e) return LDSHIM_ERR_INVALID_ARGUMENT;
     op->object = e->object.c_str();
@@ -31,7 +31,7 @@ int ldshim_hooks_log_get(size_t index, ldshim_hook_op_t* op) {
     return LDSHIM_OK;
 }
 
-int ldshim_hooks_log_write(int fd) {
+ldshim_status ldshim_hooks_log_write(int fd) {
     try {
         return OpLog::global().write(fd) ? LDSHIM_OK : LDSHIM_ERR_SYSTEM;
     } catch (const std::bad_alloc&) {
@@ -41,12 +41,12 @@ int ldshim_hooks_log_write(int fd) {
 
 const char* ldshim_hook_op_status_name(int status) { return op_status_name(status); }
 
-int ldshim_hooks_subscribe(ldshim_mem_callback_t callback, void* arg) {
+ldshim_status ldshim_hooks_subscribe(ldshim_mem_callback_t callback, void* arg) {
     if (!callback) return LDSHIM_ERR_INVALID_ARGUMENT;
     return subscribe(callback, arg) ? LDSHIM_OK : LDSHIM_ERR_NO_MEMORY;
 }
 
-int ldshim_hooks_unsubscribe(ldshim_mem_callback_t callback, void* arg) {
+ldshim_status ldshim_hooks_unsubscribe(ldshim_mem_callback_t callback, void* arg) {
     if (!callback) return LDSHIM_ERR_INVALID_ARGUMENT;
     return unsubscribe(callback, arg) ? LDSHIM_OK : LDSHIM_ERR_INVALID_ARGUMENT;
 }

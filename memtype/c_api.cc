@@ -11,7 +11,7 @@ using ldshim::memtype::Type;
 
 extern "C" {
 
-int ldshim_memtype_insert(const void* base, size_t length, ldshim_memtype_t type, int device) {
+ldshim_status ldshim_memtype_insert(const void* base, size_t length, ldshim_memtype_t type, int device) {
     if (type <= LDSHIM_MEM_UNREGISTERED || type > LDSHIM_MEM_CUDA_MANAGED) return LDSHIM_ERR_INVALID_ARGUMENT;
     try {
         Registry::global().insert(reinterpret_cast<std::uintptr_t>(base), length, static_cast<Type>(type), device);
@@ -21,7 +21,7 @@ int ldshim_memtype_insert(const void* base, size_t length, ldshim_memtype_t type
     return LDSHIM_OK;
 }
 
-int ldshim_memtype_remove(const void* base, size_t length) {
+ldshim_status ldshim_memtype_remove(const void* base, size_t length) {
     try {
         Registry::global().remove(reinterpret_cast<std::uintptr_t>(base), length);
     } catch (const std::bad_alloc&) {
@@ -30,7 +30,7 @@ int ldshim_memtype_remove(const void* base, size_t length) {
     return LDSHIM_OK;
 }
 
-int ldshim_memtype_query(const void* ptr, size_t length, ldshim_meminfo_t* info) {
+ldshim_status ldshim_memtype_query(const void* ptr, size_t length, ldshim_meminfo_t* info) {
     if (!info) return LDSHIM_ERR_INVALID_ARGUMENT;
     bool spans = false;
     auto i = Registry::global().lookup(reinterpret_cast<std::uintptr_t>(ptr), length, &spans);
@@ -41,7 +41,7 @@ int ldshim_memtype_query(const void* ptr, size_t length, ldshim_meminfo_t* info)
     return spans ? LDSHIM_ERR_RANGE_SPANS : LDSHIM_OK;
 }
 
-int ldshim_memtype_classify(const void* ptr, size_t length, ldshim_meminfo_t* info, ldshim_memrule_t* rule) {
+ldshim_status ldshim_memtype_classify(const void* ptr, size_t length, ldshim_meminfo_t* info, ldshim_memrule_t* rule) {
     if (!info) return LDSHIM_ERR_INVALID_ARGUMENT;
     bool spans = false;
     ldshim::memtype::Rule r = ldshim::memtype::Rule::registry;

@@ -299,7 +299,7 @@ void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int m
     return ldshim_dlmopen_via(nullptr, lmid, caller, file, mode);
 }
 
-int ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size) {
+ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size) {
     if (!file || (!path && size)) return LDSHIM_ERR_INVALID_ARGUMENT;
     Resolution r;
     if (!ask_model(caller, file, mode, false, false, r)) return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
