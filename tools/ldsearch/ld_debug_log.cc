@@ -39,131 +39,170 @@ bool parse_file_line(std::string_view p, LoggedLookup& out) {
     return true;
 }
 
-}  // namespace
+// "     12345:\tpayload": the process id and the payload (without its tab);
+// false when the line has no "PID:".
+bool split_debug_line(std::string_view line, long& pid, std::string_view& payload) {
+    std::size_t i = 0;
+    while (i < line.size() && line[i] == ' ') ++i;
+    std::size_t digits = i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+    if (i == digits || i >= line.size() || line[i] != ':') return false;
+    pid = std::strtol(std::string(line.substr(digits, i - digits)).c_str(), nullptr, 10);
+    payload = line.substr(i + 1);
+    if (!payload.empty() && payload.front() == '\t') payload.remove_prefix(1);
+    return true;
+}
 
-LogParse parse_ld_debug_log(std::string_view text) {
-    LogParse r;
+// "file=X [0];  generating link map" and friends: file= lines that are not a lookup.
+bool is_file_note(std::string_view p) {
+    return p.find(";  generating link map") != std::string_view::npos ||
+           p.find("  dynamic: ") != std::string_view::npos || p.find("  entry: ") != std::string_view::npos ||
+           p.find("  phdr: ") != std::string_view::npos;
+}
+
+bool is_search_line(std::string_view p) {
+    return starts(p, "find library=") || starts(p, " search path=") || starts(p, "  trying file=") ||
+           starts(p, " search cache=");
+}
+
+// The log read so far, one line at a time.  The take_*() that can fail return
+// nullptr, or why the line cannot be part of such a log.
+struct LogReader {
     LoggedProcess proc;
     LoggedProgram prog;
-    bool started = false;   // past "transferring control"
+    bool started = false;  // past "transferring control"
     bool have_prog = false;
     LoggedLookup* open = nullptr;  // the lookup search lines belong to
     // Names the program's objects go by ("calling init:" paths, files tried,
     // the program): a "needed by" someone else after "transferring control"
     // is a new program exec'd in the same process.
     std::set<std::string, std::less<>> known;
-    std::size_t lineno = 0;
-    auto fail = [&](const std::string& why) {
-        r.error = "line " + std::to_string(lineno) + ": " + why;
-        r.process.reset();
-        return r;
-    };
-    auto finish_program = [&] {
+
+    const char* take_line(std::string_view line) {
+        if (line.empty()) return nullptr;
+        long pid = 0;
+        std::string_view p;
+        if (!split_debug_line(line, pid, p)) return "not a loader debug line (\"PID:<TAB>...\")";
+        note_pid(pid);
+        if (p.empty()) {
+            open = nullptr;  // the empty line that closes a search
+            return nullptr;
+        }
+        if (starts(p, "file=")) return take_file_line(p);
+        if (is_search_line(p)) return take_search_line(p);
+        take_progress_line(p);
+        return nullptr;
+    }
+
+    LoggedProcess finish() {
+        finish_program();
+        return std::move(proc);
+    }
+
+    // A child forked without exec writes into its parent's file (the
+    // descriptor is inherited) with its own id: same image, same timeline.
+    void note_pid(long pid) {
+        if (proc.pid == 0) proc.pid = pid;
+        if (pid != proc.pid && std::find(proc.forked.begin(), proc.forked.end(), pid) == proc.forked.end())
+            proc.forked.push_back(pid);
+    }
+
+    void finish_program() {
         if (have_prog) proc.programs.push_back(std::move(prog));
         prog = LoggedProgram{};
         have_prog = false;
         started = false;
         open = nullptr;
         known.clear();
-    };
+    }
+
+    void name_program(std::string_view argv0) {
+        if (have_prog) return;
+        have_prog = true;
+        prog.argv0 = std::string(argv0);
+    }
+
+    // Appends a lookup to the program's current phase; its search lines follow.
+    void open_lookup(LoggedLookup l) {
+        auto& list = started ? prog.later : prog.startup;
+        list.push_back(std::move(l));
+        open = &list.back();
+    }
+
+    // "file=NAME [NS];  needed by X [NS]" (or "dynamically loaded by").
+    const char* take_file_line(std::string_view p) {
+        LoggedLookup l;
+        if (!parse_file_line(p.substr(5), l)) return is_file_note(p) ? nullptr : "unreadable file= line";
+        if (started && !l.dynamic && !known.count(l.requester)) finish_program();  // exec
+        if (!have_prog) {
+            name_program(l.requester);  // the first lookup is for the program
+            known.insert(l.requester);
+        }
+        if (l.name.find('/') != std::string::npos) known.insert(l.name);
+        open_lookup(std::move(l));
+        return nullptr;
+    }
+
+    // "find library=NAME [NS]; searching": continues the lookup its file=
+    // line opened, or starts one of its own.
+    const char* take_find_library_line(std::string_view p) {
+        if (p.find(" [") == std::string_view::npos || p.find("]; searching") == std::string_view::npos)
+            return "malformed find library line";
+        if (open && open->lines.empty()) return nullptr;
+        // Preloads have no file= line before them: the search is the lookup.
+        if (!have_prog) return "a search before any program";
+        LoggedLookup l;
+        l.name = std::string(p.substr(13, p.find(" [") - 13));
+        l.requester = prog.argv0;
+        open_lookup(std::move(l));
+        return nullptr;
+    }
+
+    // "find library=", " search path=", "  trying file=", " search cache=".
+    const char* take_search_line(std::string_view p) {
+        if (starts(p, "find library=")) {
+            if (const char* why = take_find_library_line(p)) return why;
+        } else if (!open || open->lines.empty()) {
+            return "search line outside a search";
+        }
+        if (starts(p, "  trying file=")) known.insert(std::string(p.substr(14)));
+        open->lines.emplace_back(p);
+        return nullptr;
+    }
+
+    // The program's own milestones; lines of other categories (bindings,
+    // symbols, reloc, "calling fini:", ...) are not ours.
+    void take_progress_line(std::string_view p) {
+        if (starts(p, "initialize program: ")) {
+            name_program(p.substr(20));
+        } else if (starts(p, "transferring control: ")) {
+            name_program(p.substr(22));
+            started = true;
+            open = nullptr;
+        } else if (starts(p, "calling init: ")) {
+            known.insert(std::string(p.substr(14)));
+        }
+    }
+};
+
+}  // namespace
+
+LogParse parse_ld_debug_log(std::string_view text) {
+    LogParse r;
+    LogReader reader;
+    std::size_t lineno = 0;
     std::size_t pos = 0;
     while (pos < text.size()) {
         std::size_t eol = text.find('\n', pos);
         std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
         pos = eol == std::string_view::npos ? text.size() : eol + 1;
         ++lineno;
-        if (line.empty()) continue;
-        // "     12345:\tpayload"
-        std::size_t i = 0;
-        while (i < line.size() && line[i] == ' ') ++i;
-        std::size_t digits = i;
-        while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-        if (i == digits || i >= line.size() || line[i] != ':')
-            return fail("not a loader debug line (\"PID:<TAB>...\")");
-        long pid = std::strtol(std::string(line.substr(digits, i - digits)).c_str(), nullptr, 10);
-        if (proc.pid == 0) proc.pid = pid;
-        // A child forked without exec writes into its parent's file (the
-        // descriptor is inherited) with its own id: same image, same timeline.
-        if (pid != proc.pid && std::find(proc.forked.begin(), proc.forked.end(), pid) == proc.forked.end())
-            proc.forked.push_back(pid);
-        std::string_view p = line.substr(i + 1);
-        if (!p.empty() && p.front() == '\t') p.remove_prefix(1);
-        if (p.empty()) {
-            open = nullptr;  // the empty line that closes a search
-            continue;
+        if (const char* why = reader.take_line(line)) {
+            r.error = "line " + std::to_string(lineno) + ": " + why;
+            return r;
         }
-        if (starts(p, "file=")) {
-            LoggedLookup l;
-            if (!parse_file_line(p.substr(5), l)) {
-                // "file=X [0];  generating link map" and friends: not a lookup.
-                if (p.find(";  generating link map") != std::string_view::npos ||
-                    p.find("  dynamic: ") != std::string_view::npos || p.find("  entry: ") != std::string_view::npos ||
-                    p.find("  phdr: ") != std::string_view::npos)
-                    continue;
-                return fail("unreadable file= line");
-            }
-            if (started && !l.dynamic && !known.count(l.requester)) finish_program();  // exec
-            if (!have_prog) {
-                have_prog = true;
-                prog.argv0 = l.requester;  // the first lookup is for the program
-                known.insert(l.requester);
-            }
-            if (l.name.find('/') != std::string::npos) known.insert(l.name);
-            auto& list = started ? prog.later : prog.startup;
-            list.push_back(std::move(l));
-            open = &list.back();
-            continue;
-        }
-        bool search = starts(p, "find library=") || starts(p, " search path=") || starts(p, "  trying file=") ||
-                      starts(p, " search cache=");
-        if (search) {
-            if (starts(p, "find library=")) {
-                if (p.find(" [") == std::string_view::npos || p.find("]; searching") == std::string_view::npos)
-                    return fail("malformed find library line");
-                // Preloads have no file= line before them.
-                if (!open || !open->lines.empty()) {
-                    if (!have_prog) return fail("a search before any program");
-                    auto& list = started ? prog.later : prog.startup;
-                    LoggedLookup l;
-                    l.name = std::string(p.substr(13, p.find(" [") - 13));
-                    l.requester = prog.argv0;
-                    list.push_back(std::move(l));
-                    open = &list.back();
-                }
-            } else if (!open || open->lines.empty()) {
-                return fail("search line outside a search");
-            }
-            if (starts(p, "  trying file=")) known.insert(std::string(p.substr(14)));
-            open->lines.emplace_back(p);
-            continue;
-        }
-        if (starts(p, "initialize program: ")) {
-            if (!have_prog) {
-                have_prog = true;
-                prog.argv0 = std::string(p.substr(20));
-            }
-            continue;
-        }
-        if (starts(p, "transferring control: ")) {
-            if (!have_prog) {
-                have_prog = true;
-                prog.argv0 = std::string(p.substr(22));
-            }
-            started = true;
-            open = nullptr;
-            continue;
-        }
-        // A new program in the same process: exec.  Its first lines are
-        // "file=... needed by ARGV0" again, after our "transferring control".
-        if (starts(p, "calling init: ")) {
-            known.insert(std::string(p.substr(14)));
-            continue;
-        }
-        if (starts(p, "calling fini:")) continue;
-        // Other categories (bindings, symbols, reloc, ...) are not ours.
     }
-    finish_program();
-    r.process = std::move(proc);
+    r.process = reader.finish();
     return r;
 }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -103,12 +104,16 @@ void report(std::istream& in, std::ostream& out, bool raw) {
     for (const auto& n : notes) out << n << '\n';
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
     std::string preload = std::getenv("LDSHIM_PRELOAD") ? std::getenv("LDSHIM_PRELOAD") : LDSHIM_PRELOAD_DEFAULT;
-    std::string output;
+    std::string output;  // empty: standard output
     bool raw = false;
+    int command = 0;  // COMMAND's index in argv
+};
+
+// Reads the options into `o`; the exit status to end with when there is
+// nothing to run (--help, --version, a usage error).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
     int i = 1;
     for (; i < argc; ++i) {
         std::string a = argv[i];
@@ -125,13 +130,13 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (a == "--raw") {
-            raw = true;
+            o.raw = true;
         } else if (a == "--preload" || a == "-o") {
             if (i + 1 >= argc) {
                 std::fprintf(stderr, "ldshim-hooks: %s needs an argument\n", a.c_str());
                 return kUsage;
             }
-            (a == "-o" ? output : preload) = argv[++i];
+            (a == "-o" ? o.output : o.preload) = argv[++i];
         } else if (a.size() > 1 && a[0] == '-') {
             std::fprintf(stderr, "ldshim-hooks: unknown option %s (see --help)\n", a.c_str());
             return kUsage;
@@ -143,8 +148,77 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ldshim-hooks: no command given (see --help)\n");
         return kUsage;
     }
-    if (access(preload.c_str(), R_OK) != 0) {
-        std::fprintf(stderr, "ldshim-hooks: cannot read the preload library %s: %s\n", preload.c_str(),
+    o.command = i;
+    return std::nullopt;
+}
+
+// In the child: becomes `command` with the hooks preloaded (ahead of any
+// LD_PRELOAD already set) and logging to `log_path`.
+[[noreturn]] void exec_with_hooks(const std::string& preload, const char* log_path, char** command) {
+    const char* old = std::getenv("LD_PRELOAD");
+    std::string lp = preload + (old && *old ? std::string(":") + old : "");
+    setenv("LD_PRELOAD", lp.c_str(), 1);
+    setenv("LDSHIM_CUDA_HOOKS", "1", 1);
+    setenv("LDSHIM_HOOKS_LOG", log_path, 1);
+    execvp(command[0], command);
+    std::fprintf(stderr, "ldshim-hooks: cannot run %s: %s\n", command[0], std::strerror(errno));
+    _exit(127);
+}
+
+// Runs `command` with the hooks and waits for it: its exit status in `rc`
+// (128+N if it died of signal N), or false, said on stderr, when it could
+// not be forked or waited for.
+bool run_with_hooks(const std::string& preload, const char* log_path, char** command, int& rc) {
+    pid_t pid = fork();
+    if (pid < 0) {
+        std::fprintf(stderr, "ldshim-hooks: fork: %s\n", std::strerror(errno));
+        return false;
+    }
+    if (pid == 0) exec_with_hooks(preload, log_path, command);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            std::fprintf(stderr, "ldshim-hooks: waitpid: %s\n", std::strerror(errno));
+            return false;
+        }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+}
+
+// Prints the report of the log at `log_path` (or says on stderr why there is
+// none: `rc` 127 was already explained by the child); false, said on stderr,
+// when -o FILE cannot be written.
+bool print_log(const char* log_path, const Options& o, const char* command, int rc) {
+    std::ifstream in(log_path);
+    struct stat st{};
+    bool have_log = stat(log_path, &st) == 0 && st.st_size > 0;
+    std::ofstream file;
+    if (!o.output.empty()) {
+        file.open(o.output);
+        if (!file) {
+            std::fprintf(stderr, "ldshim-hooks: cannot write %s\n", o.output.c_str());
+            return false;
+        }
+    }
+    std::ostream& out = o.output.empty() ? std::cout : file;
+    if (have_log) {
+        report(in, out, o.raw);
+    } else if (rc != 127) {
+        std::fprintf(stderr,
+                     "ldshim-hooks: %s left no log (it did not exit normally, is set-id, or "
+                     "the hooks could not be installed)\n",
+                     command);
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    if (auto done = parse_options(argc, argv, o)) return *done;
+    if (access(o.preload.c_str(), R_OK) != 0) {
+        std::fprintf(stderr, "ldshim-hooks: cannot read the preload library %s: %s\n", o.preload.c_str(),
                      std::strerror(errno));
         return kSelf;
     }
@@ -155,51 +229,8 @@ int main(int argc, char** argv) {
         return kSelf;
     }
     close(fd);
-    pid_t pid = fork();
-    if (pid < 0) {
-        std::fprintf(stderr, "ldshim-hooks: fork: %s\n", std::strerror(errno));
-        unlink(log_path);
-        return kSelf;
-    }
-    if (pid == 0) {
-        const char* old = std::getenv("LD_PRELOAD");
-        std::string lp = preload + (old && *old ? std::string(":") + old : "");
-        setenv("LD_PRELOAD", lp.c_str(), 1);
-        setenv("LDSHIM_CUDA_HOOKS", "1", 1);
-        setenv("LDSHIM_HOOKS_LOG", log_path, 1);
-        execvp(argv[i], argv + i);
-        std::fprintf(stderr, "ldshim-hooks: cannot run %s: %s\n", argv[i], std::strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            std::fprintf(stderr, "ldshim-hooks: waitpid: %s\n", std::strerror(errno));
-            unlink(log_path);
-            return kSelf;
-        }
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream in(log_path);
-    struct stat st{};
-    bool have_log = stat(log_path, &st) == 0 && st.st_size > 0;
-    std::ofstream file;
-    if (!output.empty()) {
-        file.open(output);
-        if (!file) {
-            std::fprintf(stderr, "ldshim-hooks: cannot write %s\n", output.c_str());
-            unlink(log_path);
-            return kSelf;
-        }
-    }
-    std::ostream& out = output.empty() ? std::cout : file;
-    if (have_log) {
-        report(in, out, raw);
-    } else if (rc != 127) {
-        std::fprintf(stderr,
-                     "ldshim-hooks: %s left no log (it did not exit normally, is set-id, or "
-                     "the hooks could not be installed)\n",
-                     argv[i]);
-    }
+    int rc = 0;
+    bool ok = run_with_hooks(o.preload, log_path, argv + o.command, rc) && print_log(log_path, o, argv[o.command], rc);
     unlink(log_path);
-    return rc;
+    return ok ? rc : kSelf;
 }
