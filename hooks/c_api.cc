@@ -1,5 +1,5 @@
 // The hooks part of the C API.
-#include "hooks/engine.h"
+#include "hooks/patcher.h"
 #include "hooks/events.h"
 #include "hooks/oplog.h"
 #include "hooks/table.h"
@@ -9,9 +9,9 @@ using namespace ldshim::hooks;
 
 extern "C" {
 
-ldshim_status ldshim_hooks_install(unsigned flags) { return static_cast<ldshim_status>(Engine::instance().install(flags)); }
-ldshim_status ldshim_hooks_uninstall(void) { return static_cast<ldshim_status>(Engine::instance().uninstall()); }
-ldshim_status ldshim_hooks_refresh(void) { return static_cast<ldshim_status>(Engine::instance().refresh()); }
+ldshim_status ldshim_hooks_install(unsigned flags) { return static_cast<ldshim_status>(Patcher::instance().install(flags)); }
+ldshim_status ldshim_hooks_uninstall(void) { return static_cast<ldshim_status>(Patcher::instance().uninstall()); }
+ldshim_status ldshim_hooks_refresh(void) { return static_cast<ldshim_status>(Patcher::instance().refresh()); }
 unsigned ldshim_hooks_active(void) { return g_active_paths.load(std::memory_order_relaxed); }
 
 size_t ldshim_hooks_log_size(void) { return OpLog::global().size(); }

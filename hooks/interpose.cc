@@ -1,9 +1,9 @@
-// The hooks on the loader's entry points.  dlopen and dlclose let the engine
+// The hooks on the loader's entry points.  dlopen and dlclose let the patcher
 // see new and vanished objects at once (and dlopen resolves from the true
 // caller, which is ldshim's whole point); dlsym and dlvsym hand out the hook
 // for a hooked CUDA name, so function pointers fetched by name are hooked
 // too; the proc-address mapper does the same for cuGetProcAddress.
-#include "hooks/engine.h"
+#include "hooks/patcher.h"
 #include "hooks/events.h"
 #include "hooks/table.h"
 #include "ldshim.h"
@@ -79,7 +79,7 @@ extern "C" {
 [[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {
     auto real = next<int (*)(void*)>(HookId::k_dlclose);
     int r = real(handle);
-    if (r == 0) Engine::instance().refresh();  // on failure, keep dlerror()'s text intact
+    if (r == 0) Patcher::instance().refresh();  // on failure, keep dlerror()'s text intact
     return r;
 }
 

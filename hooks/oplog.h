@@ -34,7 +34,7 @@ public:
     const Op* get(std::size_t i) const;
     // Tab-separated lines: status object symbol version slot old new target detail.
     bool write(int fd) const;
-    // fork(): taken after the engine's lock (the order of a pass).
+    // fork(): taken after the patcher's lock (the order of a pass).
     void fork_prepare() { mu_.lock(); }
     void fork_release() { mu_.unlock(); }
 

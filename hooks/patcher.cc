@@ -1,5 +1,6 @@
-#include "hooks/engine.h"
+#include "hooks/patcher.h"
 
+#include "host/libc.h"
 #include "hooks/events.h"
 #include "hooks/object_scan.h"
 #include "hooks/oplog.h"
@@ -7,7 +8,7 @@
 #include "hooks/table.h"
 #include "ldshim.h"
 #include "memtype/epoch.h"
-#include "resolver/loaded_objects.h"
+#include "host/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -71,38 +72,38 @@ void* resolve_unbound(const char* name, const std::string& version, const std::s
 void pin_self() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
-        resolver::libc_dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        host::libc_dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 }  // namespace
 
 namespace {
-std::atomic<Engine*> g_engine{nullptr};  // once built (lib/fork_handlers.cc)
+std::atomic<Patcher*> g_engine{nullptr};  // once built (lib/fork_handlers.cc)
 }  // namespace
 
-Engine& Engine::instance() {
-    static Engine* e = [] {
-        auto* en = new Engine;  // never destroyed: hooks outlive static destructors
+Patcher& Patcher::instance() {
+    static Patcher* e = [] {
+        auto* en = new Patcher;  // never destroyed: hooks outlive static destructors
         g_engine.store(en, std::memory_order_release);
         return en;
     }();
     return *e;
 }
 
-Engine* Engine::existing() { return g_engine.load(std::memory_order_acquire); }
+Patcher* Patcher::existing() { return g_engine.load(std::memory_order_acquire); }
 
 // A pass holds the engine's lock, then the log's: taken in that order.
-void Engine::fork_prepare() {
+void Patcher::fork_prepare() {
     mu_.lock();
     OpLog::global().fork_prepare();
 }
 
-void Engine::fork_release() {
+void Patcher::fork_release() {
     OpLog::global().fork_release();
     mu_.unlock();
 }
 
-bool Engine::in_ldshim(std::uintptr_t addr) const {
+bool Patcher::in_ldshim(std::uintptr_t addr) const {
     return std::any_of(ldshim_ranges_.begin(), ldshim_ranges_.end(),
                        [&](const Range& r) { return addr >= r.lo && addr < r.hi; });
 }
@@ -150,7 +151,7 @@ void* loader_next(HookId id, const void* caller) {
     return g_next[static_cast<int>(id)].load(std::memory_order_acquire);
 }
 
-void Engine::publish_loader_targets_locked() {
+void Patcher::publish_loader_targets_locked() {
     auto table = std::make_unique<LoaderTable>();
     for (const auto& [slot, p] : patches_) {
         int k = loader_index(p.id);
@@ -175,7 +176,7 @@ void Engine::publish_loader_targets_locked() {
     });
 }
 
-int Engine::install(unsigned flags) {
+int Patcher::install(unsigned flags) {
     if (flags == 0 || (flags & ~(LDSHIM_HOOK_CUDA | LDSHIM_HOOK_DLOPEN))) return LDSHIM_ERR_INVALID_ARGUMENT;
     if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
     if (resolver::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
@@ -194,10 +195,10 @@ int Engine::install(unsigned flags) {
     return LDSHIM_OK;
 }
 
-int Engine::refresh() {
+int Patcher::refresh() {
     std::lock_guard lock(mu_);
     if (!installed_) return LDSHIM_OK;
-    resolver::LoadCounters c = resolver::load_counters();
+    host::LoadCounters c = host::load_counters();
     if (c.adds == adds_ && c.subs == subs_ && !retry_) return LDSHIM_OK;
     try {
         pass_locked(c.subs != subs_);
@@ -207,7 +208,7 @@ int Engine::refresh() {
     return LDSHIM_OK;
 }
 
-bool Engine::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
+bool Patcher::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
     std::unique_lock lock(mu_, std::try_to_lock);
     if (!lock.owns_lock() || !installed_) return false;  // a pass is running: it sees the slots
     bool any = false, theirs = false;
@@ -253,11 +254,11 @@ struct Segment {
     std::uintptr_t lo, hi;
 };
 struct ScanRoom {
-    resolver::Scratch<RawCandidate> found;
-    resolver::Scratch<std::uintptr_t> confirmed, scanned;  // slots holding a hook; bases scanned
-    resolver::Scratch<Segment> ldshim;                     // segments of objects carrying the marker
-    resolver::ScratchText text;
-    resolver::LoadCounters counters;
+    host::Scratch<RawCandidate> found;
+    host::Scratch<std::uintptr_t> confirmed, scanned;  // slots holding a hook; bases scanned
+    host::Scratch<Segment> ldshim;                     // segments of objects carrying the marker
+    host::ScratchText text;
+    host::LoadCounters counters;
     bool half_loaded = false;
 
     void reset(std::size_t n) {
@@ -272,18 +273,18 @@ struct ScanRoom {
         return found.overflowed() || confirmed.overflowed() || scanned.overflowed() || ldshim.overflowed() ||
                text.overflowed();
     }
-    std::string string_at(std::size_t off) const { return off == resolver::ScratchText::npos ? std::string() : text.at(off); }
+    std::string string_at(std::size_t off) const { return off == host::ScratchText::npos ? std::string() : text.at(off); }
 };
 
 }  // namespace
 
-Engine::Scan Engine::scan_locked() {
+Patcher::Scan Patcher::scan_locked() {
     ScanRoom room;
     auto wanted = [this](const char* name) {
         int id = find_hook(name);
         return id >= 0 && in_hook_set(id, flags_);
     };
-    resolver::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const resolver::LoadCounters& now) {
+    host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
         ObjectImports obj(info);
         if (obj.has_ldshim_marker()) {
@@ -300,7 +301,7 @@ Engine::Scan Engine::scan_locked() {
             return true;
         }
         room.scanned.push(info.dlpi_addr);
-        std::size_t name = resolver::ScratchText::npos;  // copied with the object's first candidate
+        std::size_t name = host::ScratchText::npos;  // copied with the object's first candidate
         obj.for_each(wanted, [&](const Import& imp) {
             int id = find_hook(imp.name);
             const HookDef& def = hook_def(id);
@@ -312,8 +313,8 @@ Engine::Scan Engine::scan_locked() {
                 return;
             }
             if (value == 0) return;  // an unresolved weak reference: nothing to call
-            if (name == resolver::ScratchText::npos) name = room.text.put_string(info.dlpi_name);
-            std::size_t version = imp.version ? room.text.put_string(imp.version) : resolver::ScratchText::npos;
+            if (name == host::ScratchText::npos) name = room.text.put_string(info.dlpi_name);
+            std::size_t version = imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos;
             room.found.push({info.dlpi_addr, imp.slot, value, id, obj.contains(value), obj.plainly_writable(imp.slot),
                              name, version});
         });
@@ -336,7 +337,7 @@ Engine::Scan Engine::scan_locked() {
     return out;
 }
 
-void Engine::pass_locked(bool full, bool patch) {
+void Patcher::pass_locked(bool full, bool patch) {
     if (full) {
         seen_.clear();
         watched_.clear();
@@ -358,7 +359,7 @@ void Engine::pass_locked(bool full, bool patch) {
     if (full || !todo.empty()) publish_loader_targets_locked();
 }
 
-std::vector<Engine::Candidate> Engine::decide_locked(std::vector<Candidate> found) {
+std::vector<Patcher::Candidate> Patcher::decide_locked(std::vector<Candidate> found) {
     std::vector<Candidate> todo;
     for (Candidate& c : found) {
         const HookDef& def = hook_def(c.id);
@@ -392,7 +393,7 @@ std::vector<Engine::Candidate> Engine::decide_locked(std::vector<Candidate> foun
     return todo;
 }
 
-void Engine::write_and_record_locked(std::vector<Candidate>& todo) {
+void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
     std::vector<SlotWrite> writes;
     writes.reserve(todo.size());
     for (const Candidate& c : todo)
@@ -428,7 +429,7 @@ void Engine::write_and_record_locked(std::vector<Candidate>& todo) {
     for (Op& op : ops) OpLog::global().append(std::move(op));
 }
 
-int Engine::uninstall() {
+int Patcher::uninstall() {
     std::lock_guard lock(mu_);
     if (!installed_) return LDSHIM_OK;
     g_recording.store(false, std::memory_order_release);

@@ -25,11 +25,11 @@ enum class HookId : int;
 // hook's shared next.  No lock, no allocation.
 void* loader_next(HookId id, const void* caller);
 
-class Engine {
+class Patcher {
 public:
-    static Engine& instance();
+    static Patcher& instance();
     // The instance if it was built, else nullptr (never builds it).
-    static Engine* existing();
+    static Patcher* existing();
     // fork(): lib/fork_handlers.cc holds the engine's and the log's locks
     // across it.
     void fork_prepare();

@@ -1,7 +1,8 @@
 #include "hooks/slot_writer.h"
 
+#include "host/libc.h"
 #include "hooks/object_scan.h"
-#include "resolver/loaded_objects.h"
+#include "host/loaded_objects.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -136,11 +137,11 @@ void write_slots(std::vector<SlotWrite>& writes) {
     // unloaded in between (another could be mapped at its place): then read
     // them again.  A few tries; after that the writes wait for the next pass.
     for (int attempt = 0; attempt < 4; ++attempt) {
-        resolver::LoadCounters before = resolver::load_counters();
+        host::LoadCounters before = host::load_counters();
         std::vector<Mapping> maps;
         if (need_maps) maps = read_protections();
         bool stale = false;
-        resolver::for_each_loaded([&](const dl_phdr_info& info, const resolver::LoadCounters& now) {
+        host::for_each_loaded([&](const dl_phdr_info& info, const host::LoadCounters& now) {
             if (now.subs != before.subs) {
                 stale = true;  // the same for every object of a walk: nothing was written yet
                 return false;

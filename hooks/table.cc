@@ -82,7 +82,7 @@ bool in_hook_set(int id, unsigned flags) {
 
 unsigned path_bit(HookKind k) {
     switch (k) {
-        case HookKind::loader: return LDSHIM_PATH_DLOPEN;  // dlsym/dlvsym: see the engine
+        case HookKind::loader: return LDSHIM_PATH_DLOPEN;  // dlsym/dlvsym: see the patcher
         case HookKind::proc: return LDSHIM_PATH_PROC_ADDRESS;
         case HookKind::runtime:
         case HookKind::driver: return LDSHIM_PATH_GOT;

@@ -15,7 +15,7 @@
 // be unloaded as soon as the lock is released.
 #pragma once
 
-#include "resolver/settings.h"
+#include "host/libc.h"
 
 #include <link.h>
 
@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace ldshim::resolver {
+namespace ldshim::host {
 
 // dl_iterate_phdr's add and sub counters as this callback reports them (zero
 // where the structure is too old to carry them).
@@ -38,7 +38,7 @@ inline LoadCounters counters_of(const dl_phdr_info& info, std::size_t size) {
 
 // visit(const dl_phdr_info&, const LoadCounters&) -> bool, in load order
 // (the main program first); returning false ends the walk.  Uses glibc's own
-// dl_iterate_phdr (settings.h).  No allocation of its own.
+// dl_iterate_phdr (libc.h).  No allocation of its own.
 template <class Visit>
 void for_each_loaded(Visit&& visit) {
     using V = std::remove_reference_t<Visit>;
@@ -133,4 +133,4 @@ void walk_with_room(Room& room, std::size_t& n, Visit&& visit) {
     }
 }
 
-}  // namespace ldshim::resolver
+}  // namespace ldshim::host

@@ -12,6 +12,7 @@
 #include "host/loader_in_process.h"
 
 #include "host/cpu.h"
+#include "host/loaded_objects.h"
 #include "loader/elf_facts.h"
 
 #include <dlfcn.h>
@@ -68,12 +69,10 @@ std::optional<ObjectFacts> main_program_facts() {
         const void* phdr = nullptr;
         std::size_t phnum = 0;
     } main;
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* data) {
-            *static_cast<Where*>(data) = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
-            return 1;
-        },
-        &main);
+    for_each_loaded([&](const dl_phdr_info& info, const LoadCounters&) {
+        main = {info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum};
+        return false;
+    });
     auto r = read_loaded_facts(main.base, main.phdr, main.phnum);
     if (!r.ok) return std::nullopt;
     return std::move(r.facts);

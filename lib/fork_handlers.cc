@@ -4,7 +4,7 @@
 // order in which they nest), and parent and child release them in reverse:
 //
 //   1. the resolver's model        resolver/live_process   (a dlopen being resolved)
-//   2. the hooks engine            hooks/engine            (a pass), then
+//   2. the hooks patcher           hooks/patcher           (a pass), then
 //   3. its operation log           hooks/oplog             (taken inside a pass)
 //   4. the subscriber list         hooks/events            (subscribe/unsubscribe)
 //   5. the memory-type registry    memtype/registry        (its writer lock)
@@ -13,7 +13,7 @@
 // (memtype/epoch).  Only instances that exist are locked: a handler must not
 // build a model or a registry inside fork().  A lock taken here is never
 // taken by the code that runs between prepare and release.
-#include "hooks/engine.h"
+#include "hooks/patcher.h"
 #include "hooks/events.h"
 #include "memtype/epoch.h"
 #include "memtype/registry.h"
@@ -27,16 +27,16 @@ namespace {
 // instance appeared in between (it cannot: its builder would need a lock
 // held here, or run in this thread).
 struct Held {
-    ldshim::loader::LiveProcess* model = nullptr;
-    ldshim::hooks::Engine* hooks = nullptr;
+    ldshim::resolver::LiveProcess* model = nullptr;
+    ldshim::hooks::Patcher* hooks = nullptr;
     ldshim::memtype::Registry* registry = nullptr;
 };
 Held g_held;
 
 void prepare() {
-    g_held.model = ldshim::loader::LiveProcess::existing();
+    g_held.model = ldshim::resolver::LiveProcess::existing();
     if (g_held.model) g_held.model->fork_prepare();
-    g_held.hooks = ldshim::hooks::Engine::existing();
+    g_held.hooks = ldshim::hooks::Patcher::existing();
     if (g_held.hooks) g_held.hooks->fork_prepare();
     ldshim::hooks::subscribers_fork_prepare();
     g_held.registry = ldshim::memtype::Registry::existing_global();

@@ -15,10 +15,10 @@
 // Settings, read once (ignored in secure mode, like LD_DEBUG):
 //   LDSHIM_DISABLE=1  every call passes through; no hook is written
 //   LDSHIM_DEBUG=1    one line per decision on stderr
-#include "hooks/engine.h"
+#include "hooks/patcher.h"
 #include "ldshim.h"
 #include "resolver/live_process.h"
-#include "resolver/loaded_objects.h"
+#include "host/libc.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -33,16 +33,10 @@
 #include <cstring>
 #include <string>
 
-using ldshim::loader::LiveProcess;
-using ldshim::loader::Resolution;
 
 namespace ldshim::resolver {
 
 namespace {
-
-using dlopen_fn = void* (*)(const char*, int);
-using dlmopen_fn = void* (*)(long, const char*, int);
-using dlerror_fn = char* (*)();
 
 Settings g_settings{};
 std::atomic<bool> g_ready{false};
@@ -51,33 +45,6 @@ bool flag(const char* name) {
     const char* v = std::getenv(name);
     return v && *v && *v != '0';
 }
-
-// glibc's own functions, from libc's handle: a plain call to dlopen from
-// here would bind to the first definition in the process (the preload's),
-// and RTLD_NEXT finds nothing when libc comes before libldshim in scope.
-// The handle itself comes from whatever "dlopen" binds to (the preload's,
-// which asks ldshim, which may ask here again): that nested lookup answers
-// null instead of recursing, and the outer one fills the cache.
-[[gnu::tls_model("initial-exec")]] thread_local bool t_finding_libc = false;
-
-template <class Fn>
-Fn libc_function(std::atomic<Fn>& cache, const char* name) {
-    Fn f = cache.load(std::memory_order_acquire);
-    if (f || t_finding_libc) return f;
-    t_finding_libc = true;
-    if (void* libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD)) {
-        f = reinterpret_cast<Fn>(dlsym(libc, name));
-        dlclose(libc);
-    }
-    t_finding_libc = false;
-    if (f) cache.store(f, std::memory_order_release);
-    return f;
-}
-std::atomic<dlopen_fn> g_libc_dlopen{nullptr};
-std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
-std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
-using iterate_fn = int (*)(int (*)(dl_phdr_info*, std::size_t, void*), void*);
-std::atomic<iterate_fn> g_libc_iterate{nullptr};
 
 // Runs before any constructor of a library that depends on libldshim (the
 // preload's included), so their calls find the settings ready.
@@ -90,10 +57,7 @@ std::atomic<iterate_fn> g_libc_iterate{nullptr};
     g_settings = s;
     // glibc's functions now: looked up later, inside dlerror(), the lookup
     // itself would clear the error being asked for.
-    libc_function(g_libc_dlopen, "dlopen");
-    libc_function(g_libc_dlmopen, "dlmopen");
-    libc_function(g_libc_dlerror, "dlerror");
-    libc_function(g_libc_iterate, "dl_iterate_phdr");
+    ldshim::host::find_libc_functions();
     g_ready.store(true, std::memory_order_release);
 }
 
@@ -171,7 +135,7 @@ bool decide(const char* call, const void* caller, const char* file, int mode, bo
         } catch (...) {
         }
     }
-    return r.kind != Resolution::Kind::failed;
+    return r.kind != Resolution::Kind::unresolved;
 }
 
 // next(path, mode), remembered so that a call that comes straight back is
@@ -187,7 +151,7 @@ void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
     t_forwarded_next = saved_next;
     if (changes) {
         LiveProcess::instance().note_changed();
-        if (h) hooks::Engine::instance().refresh();  // patch what this dlopen brought in
+        if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
     }
     return h;
 }
@@ -201,25 +165,6 @@ bool came_back(const char* file, const void* next) {
 const Settings& settings() { return g_settings; }
 bool settings_ready() { return g_ready.load(std::memory_order_acquire); }
 
-void* libc_dlopen(const char* file, int mode) {
-    dlopen_fn f = libc_function(g_libc_dlopen, "dlopen");
-    return f ? f(file, mode) : nullptr;
-}
-
-int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data) {
-    iterate_fn f = libc_function(g_libc_iterate, "dl_iterate_phdr");
-    return f ? f(callback, data) : dl_iterate_phdr(callback, data);
-}
-
-LoadCounters load_counters() {
-    LoadCounters c;
-    for_each_loaded([&](const dl_phdr_info&, const LoadCounters& now) {
-        c = now;
-        return false;  // the first object is enough
-    });
-    return c;
-}
-
 }  // namespace ldshim::resolver
 
 using namespace ldshim::resolver;
@@ -227,8 +172,8 @@ using namespace ldshim::resolver;
 extern "C" {
 
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
-    if (!next) next = libc_dlopen;
-    if (came_back(file, reinterpret_cast<void*>(next))) return libc_dlopen(file, mode);
+    if (!next) next = ldshim::host::libc_dlopen;
+    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
     Resolution r;
     if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
     auto id = reinterpret_cast<void*>(next);
@@ -249,22 +194,22 @@ void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, con
                 if (void* h = open_through(id, file, false, [&] { return next(file, mode | RTLD_NOLOAD); }))
                     dlclose(h);
             return nullptr;
-        case Resolution::Kind::failed: break;
+        case Resolution::Kind::unresolved: break;
     }
     return next(file, mode);
 }
 
 void* ldshim_dlopen_from(const void* caller, const char* file, int mode) {
-    return ldshim_dlopen_via(libc_dlopen, caller, file, mode);
+    return ldshim_dlopen_via(ldshim::host::libc_dlopen, caller, file, mode);
 }
 
 void* ldshim_dlopen(const char* file, int mode) {
-    return ldshim_dlopen_via(libc_dlopen, __builtin_return_address(0), file, mode);
+    return ldshim_dlopen_via(ldshim::host::libc_dlopen, __builtin_return_address(0), file, mode);
 }
 
 void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
                          int mode) {
-    if (!next) next = libc_function(g_libc_dlmopen, "dlmopen");
+    if (!next) next = ldshim::host::libc_dlmopen_function();
     if (!next) return nullptr;
     if (lmid == LM_ID_BASE) {
         // The base namespace is dlopen's; `next` still makes the final call.
@@ -303,7 +248,7 @@ ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, cha
     if (!file || (!path && size)) return LDSHIM_ERR_INVALID_ARGUMENT;
     Resolution r;
     if (!ask_model(caller, file, mode, false, false, r)) return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
-    if (r.kind == Resolution::Kind::failed) {
+    if (r.kind == Resolution::Kind::unresolved) {
         set_error(r.error);
         return LDSHIM_ERR_SYSTEM;
     }
@@ -325,7 +270,7 @@ char* ldshim_dlerror_via(char* (*next)(void)) {
         } catch (...) {
         }
     }
-    if (!next) next = libc_function(g_libc_dlerror, "dlerror");
+    if (!next) next = ldshim::host::libc_dlerror_function();
     return next ? next() : nullptr;
 }
 

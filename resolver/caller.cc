@@ -4,7 +4,8 @@
 // a library that interposes dlopen, the real caller is further up the
 // stack, past that library's wrapper.  Calls through an import slot never
 // need this -- ldshim's front hooks know the slot's object exactly.
-#include "hooks/engine.h"
+#include "host/libc.h"
+#include "hooks/patcher.h"
 #include "ldshim.h"
 #include "resolver/settings.h"
 
@@ -38,7 +39,7 @@ Extent extent_of(const void* addr) {
 int defines_dlopen(const Extent& e) {
     const auto* map = static_cast<const link_map*>(e.map);
     const char* name = map->l_name && *map->l_name ? map->l_name : nullptr;
-    void* h = ldshim::resolver::libc_dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+    void* h = ldshim::host::libc_dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
     if (!h) return -1;
     auto f = reinterpret_cast<std::uintptr_t>(dlsym(h, "dlopen"));
     dlclose(h);
@@ -84,12 +85,12 @@ bool interposes_dlopen(const Extent& e) {
     if (!e.map) return false;
     if (defines_dlopen_cached(e)) return true;
     if (!ldshim::resolver::settings_ready()) return false;  // start-up: the slots are being written now
-    ldshim::resolver::LoadCounters c = ldshim::resolver::load_counters();
+    ldshim::host::LoadCounters c = ldshim::host::load_counters();
     unsigned long long g = c.adds + (c.subs << 32);
     if (g_checked_at.load(std::memory_order_acquire) == g) return false;
     // Every taken slot is put back in front, whoever took it: the
     // generation is then settled for all callers.
-    bool theirs = ldshim::hooks::Engine::instance().reclaim_loader_slots(e.lo, e.hi);
+    bool theirs = ldshim::hooks::Patcher::instance().reclaim_loader_slots(e.lo, e.hi);
     g_checked_at.store(g, std::memory_order_release);
     return theirs;
 }

@@ -1,6 +1,8 @@
 #include "resolver/live_process.h"
+
+#include "host/libc.h"
 #include "host/loader_in_process.h"
-#include "resolver/loaded_objects.h"
+#include "host/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <pthread.h>
@@ -17,7 +19,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace ldshim::loader {
+namespace ldshim::resolver {
+
+using namespace ldshim::loader;  // NOLINT(google-build-using-namespace): the model is the engine's
 namespace {
 
 struct LiveObject {
@@ -28,7 +32,7 @@ struct LiveObject {
 
 struct Scan {
     std::vector<LiveObject> objects;
-    ldshim::resolver::LoadCounters counters;
+    host::LoadCounters counters;
 };
 
 // What one walk copies per object, under the loader's lock
@@ -43,10 +47,10 @@ struct Segment {
     std::uintptr_t lo, hi;
 };
 struct ScanRoom {
-    ldshim::resolver::Scratch<Visited> objects;
-    ldshim::resolver::Scratch<Segment> segments;
-    ldshim::resolver::ScratchText text;
-    ldshim::resolver::LoadCounters counters;
+    host::Scratch<Visited> objects;
+    host::Scratch<Segment> segments;
+    host::ScratchText text;
+    host::LoadCounters counters;
 
     void reset(std::size_t n) {
         objects.reset(n);
@@ -62,10 +66,10 @@ struct ScanRoom {
 // `known` (sorted) are the names whose facts the model has.
 Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
     ScanRoom room;
-    ldshim::resolver::walk_with_room(room, room_size, [&](const dl_phdr_info& info, const ldshim::resolver::LoadCounters& now) {
+    host::walk_with_room(room, room_size, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
         const char* name = info.dlpi_name ? info.dlpi_name : "";
-        Visited v{room.text.put_string(name), room.segments.items().size(), 0, ldshim::resolver::ScratchText::npos, 0};
+        Visited v{room.text.put_string(name), room.segments.items().size(), 0, host::ScratchText::npos, 0};
         for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
             const ElfW(Phdr)& ph = info.dlpi_phdr[i];
             if (ph.p_type == PT_LOAD && room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
@@ -86,7 +90,7 @@ Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
         lo.name = room.text.at(v.name);
         for (std::size_t k = v.first_segment; k < v.first_segment + v.segments; ++k)
             lo.segments.emplace_back(segments[k].lo, segments[k].hi);
-        if (v.facts != ldshim::resolver::ScratchText::npos) lo.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
+        if (v.facts != host::ScratchText::npos) lo.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
         s.objects.push_back(std::move(lo));
     }
     return s;
@@ -129,7 +133,7 @@ LiveProcess::LiveProcess() {
     // The loader's configuration is read in process: running `ld.so --help`
     // (or keeping its answer under $HOME) is not acceptable inside someone
     // else's process.  Where it cannot be derived exactly, ldshim does not
-    // guess: every request is "failed", i.e. left to glibc's own dlopen, and
+    // guess: every request is "unresolved", i.e. left to glibc's own dlopen, and
     // LDSHIM_DEBUG shows this reason with each of them.
     std::string err;
     auto cfg = host::derive_in_process(&err);
@@ -154,7 +158,7 @@ LiveProcess::LiveProcess() {
 // Bring the model in line with the loaded objects.
 void LiveProcess::sync_locked() {
     if (!dirty_) {
-        auto [adds, subs] = ldshim::resolver::load_counters();
+        auto [adds, subs] = host::load_counters();
         if (adds == adds_ && subs == subs_) return;
     }
     std::vector<std::string> known;
@@ -228,7 +232,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     Resolution r;
     std::lock_guard<std::mutex> lock(mu_);
     if (!engine_) {
-        r.kind = Resolution::Kind::failed;
+        r.kind = Resolution::Kind::unresolved;
         r.error = init_error_;
         return r;
     }
@@ -277,4 +281,4 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     return r;
 }
 
-}  // namespace ldshim::loader
+}  // namespace ldshim::resolver

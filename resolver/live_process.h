@@ -15,12 +15,17 @@
 #include <mutex>
 #include <string>
 
-namespace ldshim::loader {
+namespace ldshim::resolver {
+
+using loader::Engine;
+using loader::LdCache;
 
 struct Resolution {
-    enum class Kind : std::uint8_t { loaded, found, not_found, failed } kind = Kind::not_found;
+    // unresolved: the model cannot answer (no model for this process, or an
+    // internal failure); the call is left to glibc unchanged.
+    enum class Kind : std::uint8_t { loaded, found, not_found, unresolved } kind = Kind::not_found;
     std::string path;   // loaded: the object's l_name ("" for the main program); found: what to open
-    std::string error;  // not_found/failed: glibc's dlerror() text
+    std::string error;  // not_found: glibc's dlerror() text; unresolved: why
     // For logs: the calling object and the rule that decided.
     std::string caller;
     const char* rule = "";
@@ -71,4 +76,4 @@ private:
     bool dirty_ = true;
 };
 
-}  // namespace ldshim::loader
+}  // namespace ldshim::resolver

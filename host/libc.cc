@@ -1,0 +1,73 @@
+#include "host/libc.h"
+
+#include "host/loaded_objects.h"
+
+#include <dlfcn.h>
+#include <gnu/lib-names.h>
+
+#include <atomic>
+
+namespace ldshim::host {
+
+namespace {
+
+// glibc's own functions, from libc's handle: a plain call to dlopen from
+// here would bind to the first definition in the process (the preload's),
+// and RTLD_NEXT finds nothing when libc comes before libldshim in scope.
+// The handle itself comes from whatever "dlopen" binds to (the preload's,
+// which asks ldshim, which may ask here again): that nested lookup answers
+// null instead of recursing, and the outer one fills the cache.
+[[gnu::tls_model("initial-exec")]] thread_local bool t_finding_libc = false;
+
+template <class Fn>
+Fn libc_function(std::atomic<Fn>& cache, const char* name) {
+    Fn f = cache.load(std::memory_order_acquire);
+    if (f || t_finding_libc) return f;
+    t_finding_libc = true;
+    if (void* libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD)) {
+        f = reinterpret_cast<Fn>(dlsym(libc, name));
+        dlclose(libc);
+    }
+    t_finding_libc = false;
+    if (f) cache.store(f, std::memory_order_release);
+    return f;
+}
+using dlopen_fn = void* (*)(const char*, int);
+std::atomic<dlopen_fn> g_libc_dlopen{nullptr};
+std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
+std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
+using iterate_fn = int (*)(int (*)(dl_phdr_info*, std::size_t, void*), void*);
+std::atomic<iterate_fn> g_libc_iterate{nullptr};
+
+}  // namespace
+
+void find_libc_functions() {
+    libc_function(g_libc_dlopen, "dlopen");
+    libc_function(g_libc_dlmopen, "dlmopen");
+    libc_function(g_libc_dlerror, "dlerror");
+    libc_function(g_libc_iterate, "dl_iterate_phdr");
+}
+
+void* libc_dlopen(const char* file, int mode) {
+    dlopen_fn f = libc_function(g_libc_dlopen, "dlopen");
+    return f ? f(file, mode) : nullptr;
+}
+
+int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data) {
+    iterate_fn f = libc_function(g_libc_iterate, "dl_iterate_phdr");
+    return f ? f(callback, data) : dl_iterate_phdr(callback, data);
+}
+
+dlmopen_fn libc_dlmopen_function() { return libc_function(g_libc_dlmopen, "dlmopen"); }
+dlerror_fn libc_dlerror_function() { return libc_function(g_libc_dlerror, "dlerror"); }
+
+LoadCounters load_counters() {
+    LoadCounters c;
+    for_each_loaded([&](const dl_phdr_info&, const LoadCounters& now) {
+        c = now;
+        return false;  // the first object is enough
+    });
+    return c;
+}
+
+}  // namespace ldshim::host
