@@ -15,12 +15,12 @@ static double now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
+static int cmp(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s DIR COUNT ROUNDS\n", argv[0]);
         return 2;
@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    double *t = calloc((size_t)rounds, sizeof *t);
+    double* t = calloc((size_t)rounds, sizeof *t);
     size_t slots = 0;
     for (int r = 0; r < rounds; ++r) {
         size_t before = ldshim_hooks_log_size();

@@ -47,23 +47,25 @@ void build_fixture() {
     std::fputs("int fixture_id(void) { return 1; }\n", f);
     std::fclose(f);
     f = std::fopen((d + "/caller.c").c_str(), "w");
-    std::fputs("#include <dlfcn.h>\nvoid *caller_dlopen(const char *n, int m) { void *h = dlopen(n, m);"
-               " __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
-               f);
+    std::fputs(
+        "#include <dlfcn.h>\nvoid *caller_dlopen(const char *n, int m) { void *h = dlopen(n, m);"
+        " __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
+        f);
     std::fclose(f);
     // An interposer of the commonest kind: defines dlopen, forwards by RTLD_NEXT.
     f = std::fopen((d + "/forwarder.c").c_str(), "w");
-    std::fputs("#define _GNU_SOURCE\n#include <dlfcn.h>\nvoid *dlopen(const char *n, int m) {\n"
-               "  void *(*next)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_NEXT, \"dlopen\");\n"
-               "  void *h = next(n, m); __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
-               f);
+    std::fputs(
+        "#define _GNU_SOURCE\n#include <dlfcn.h>\nvoid *dlopen(const char *n, int m) {\n"
+        "  void *(*next)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_NEXT, \"dlopen\");\n"
+        "  void *h = next(n, m); __asm__ volatile(\"\" ::: \"memory\"); return h; }\n",
+        f);
     std::fclose(f);
     bool ok = sh("mkdir -p " + d + "/d1 " + d + "/d2 " + d + "/d3") &&
               sh("cc -O2 -shared -fPIC -o " + d + "/libforwarder.so " + d + "/forwarder.c -ldl") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libtarget.so " + d + "/lib.c -Wl,-soname,libtarget.so.1") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libfar.so " + d + "/lib.c") &&
-              sh("cc -shared -fPIC -o " + d + "/libcaller.so " + d + "/caller.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
-                 d + "/d1:" + d + "/d2:" + d + "/d3");
+              sh("cc -shared -fPIC -o " + d + "/libcaller.so " + d +
+                 "/caller.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," + d + "/d1:" + d + "/d2:" + d + "/d3");
     if (!ok) {
         std::fprintf(stderr, "resolver_bench: cannot build the fixture in %s\n", d.c_str());
         std::exit(1);
@@ -204,14 +206,18 @@ int front_entry(int rounds) {
         p.push_back(median_ns([&] { dlclose(glibc("libtarget.so.1", RTLD_NOW)); }, 1, n));
         i.push_back(median_ns([&] { dlclose(interposer("libtarget.so.1", RTLD_NOW)); }, 1, n));
     }
-    auto med = [](std::vector<double>& x) { std::sort(x.begin(), x.end()); return x[x.size() / 2]; };
+    auto med = [](std::vector<double>& x) {
+        std::sort(x.begin(), x.end());
+        return x[x.size() / 2];
+    };
     double front = med(f), via = med(v), plain = med(p), alone = med(i);
     std::printf("a_loaded_by_soname, median of %d x %d calls (dlopen + dlclose)\n", rounds, n);
     std::printf("  glibc dlopen                                  %7.0f ns\n", plain);
     std::printf("  the interposer alone (RTLD_NEXT to glibc)     %7.0f ns\n", alone);
     std::printf("  ldshim_dlopen_from, no interposer             %7.0f ns  ldshim adds %4.0f ns\n", via, via - plain);
-    std::printf("  front entry, the interposer behind it         %7.0f ns  ldshim adds %4.0f ns (%.2fx the line above)\n",
-                front, front - alone, (front - alone) / (via - plain));
+    std::printf(
+        "  front entry, the interposer behind it         %7.0f ns  ldshim adds %4.0f ns (%.2fx the line above)\n",
+        front, front - alone, (front - alone) / (via - plain));
     return 0;
 }
 
@@ -220,8 +226,10 @@ int main(int argc, char** argv) {
         // The re-run: the fixture directory is passed on through the environment.
         g_dir = std::getenv("LDSHIM_BENCH_DIR") ? std::getenv("LDSHIM_BENCH_DIR") : "";
     }
-    if (g_dir.empty()) build_fixture();
-    else load_fixture();
+    if (g_dir.empty())
+        build_fixture();
+    else
+        load_fixture();
     int rc = 0;
     if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
         setenv("LDSHIM_BENCH_DIR", g_dir.c_str(), 1);
@@ -233,7 +241,8 @@ int main(int argc, char** argv) {
         std::printf("ready\n");
         std::fflush(stdout);
         for (long i = 0, n = std::atol(argv[2]); i < n; ++i) {
-            void* h = via ? ldshim_dlopen_from(g_caller_addr, "libfar.so", RTLD_NOW) : g_caller_dlopen("libfar.so", RTLD_NOW);
+            void* h =
+                via ? ldshim_dlopen_from(g_caller_addr, "libfar.so", RTLD_NOW) : g_caller_dlopen("libfar.so", RTLD_NOW);
             if (!h) rc = 1;
             dlclose(h);
         }

@@ -1,7 +1,7 @@
 // The hooks part of the C API.
-#include "hooks/patcher.h"
 #include "hooks/events.h"
 #include "hooks/oplog.h"
+#include "hooks/patcher.h"
 #include "hooks/table.h"
 #include "ldshim.h"
 
@@ -9,7 +9,9 @@ using namespace ldshim::hooks;
 
 extern "C" {
 
-ldshim_status ldshim_hooks_install(unsigned flags) { return static_cast<ldshim_status>(Patcher::instance().install(flags)); }
+ldshim_status ldshim_hooks_install(unsigned flags) {
+    return static_cast<ldshim_status>(Patcher::instance().install(flags));
+}
 ldshim_status ldshim_hooks_uninstall(void) { return static_cast<ldshim_status>(Patcher::instance().uninstall()); }
 ldshim_status ldshim_hooks_refresh(void) { return static_cast<ldshim_status>(Patcher::instance().refresh()); }
 unsigned ldshim_hooks_active(void) { return g_active_paths.load(std::memory_order_relaxed); }

@@ -42,16 +42,18 @@ extern "C" {
 #define HOOK extern "C" [[gnu::visibility("hidden")]]
 
 // ---- Runtime: allocations ------------------------------------------------
-#define RT_ALLOC(name, type, params, args, base_expr, len_expr, device_expr) \
-    HOOK cudaError_t ldshim_hook_##name params {                             \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                                              \
-        if (!real) return kRuntimeNoTarget;                                  \
-        ReentryGuard g;                                                      \
-        cudaError_t r = real args;                                           \
+#define RT_ALLOC(name, type, params, args, base_expr, len_expr, device_expr)                         \
+    HOOK cudaError_t ldshim_hook_##name params {                                                     \
+        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                           \
+        if (!real) return kRuntimeNoTarget;                                                          \
+        ReentryGuard g;                                                                              \
+        cudaError_t r = real args;                                                                   \
         if (r == cudaSuccess && g.record()) on_alloc(type, base_expr, len_expr, device_expr, #name); \
-        return r;                                                            \
+        return r;                                                                                    \
     }
 
+// A table, one hooked function per entry:
+// clang-format off
 RT_ALLOC(cudaMalloc, Type::cuda, (void** p, size_t n), (p, n), addr(*p), n, runtime_device())
 RT_ALLOC(cudaMallocManaged, Type::cuda_managed, (void** p, size_t n, unsigned f), (p, n, f), addr(*p), n, runtime_device())
 RT_ALLOC(cudaMallocPitch, Type::cuda, (void** p, size_t* pitch, size_t w, size_t h), (p, pitch, w, h), addr(*p),
@@ -68,6 +70,7 @@ RT_ALLOC(cudaMallocFromPoolAsync_ptsz, Type::cuda, (void** p, size_t n, cudaMemP
 RT_ALLOC(cudaMallocHost, Type::host_pinned, (void** p, size_t n), (p, n), addr(*p), n, -1)
 RT_ALLOC(cudaHostAlloc, Type::host_pinned, (void** p, size_t n, unsigned f), (p, n, f), addr(*p), n, -1)
 RT_ALLOC(cudaHostRegister, Type::host_pinned, (void* p, size_t n, unsigned f), (p, n, f), addr(p), n, -1)
+// clang-format on
 
 HOOK cudaError_t ldshim_hook_cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t handle, unsigned flags) {
     auto real = REAL(cudaIpcOpenMemHandle);
@@ -78,22 +81,23 @@ HOOK cudaError_t ldshim_hook_cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t h
     std::size_t size = 0;
     if (r == cudaSuccess && g.record()) {
         ensure_driver_companions();
-        if (driver_range(addr(*p), &base, &size)) on_alloc(Type::cuda, base, size, runtime_device(), "cudaIpcOpenMemHandle");
+        if (driver_range(addr(*p), &base, &size))
+            on_alloc(Type::cuda, base, size, runtime_device(), "cudaIpcOpenMemHandle");
     }
     return r;
 }
 
 // ---- Runtime: frees --------------------------------------------------------
-#define RT_FREE(name, params, args, ptr)              \
-    HOOK cudaError_t ldshim_hook_##name params {      \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                       \
-        if (!real) return kRuntimeNoTarget;           \
-        ReentryGuard g;                               \
-        Removed rm;                                   \
-        if (g.record()) rm = on_free(addr(ptr), #name); \
-        cudaError_t r = real args;                    \
-        if (r != cudaSuccess) undo_free(rm, #name); \
-        return r;                                     \
+#define RT_FREE(name, params, args, ptr)                                   \
+    HOOK cudaError_t ldshim_hook_##name params {                           \
+        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name); \
+        if (!real) return kRuntimeNoTarget;                                \
+        ReentryGuard g;                                                    \
+        Removed rm;                                                        \
+        if (g.record()) rm = on_free(addr(ptr), #name);                    \
+        cudaError_t r = real args;                                         \
+        if (r != cudaSuccess) undo_free(rm, #name);                        \
+        return r;                                                          \
     }
 
 RT_FREE(cudaFree, (void* p), (p), p)
@@ -143,16 +147,18 @@ HOOK cudaError_t ldshim_hook_cudaGetDriverEntryPointByVersion_ptsz(const char* s
 }
 
 // ---- Driver: allocations ----------------------------------------------------
-#define DRV_ALLOC(name, type, params, args, base_expr, len_expr, device_expr) \
-    HOOK CUresult ldshim_hook_##name params {                                 \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                                               \
-        if (!real) return kDriverNoTarget;                                    \
-        ReentryGuard g;                                                       \
-        CUresult r = real args;                                               \
+#define DRV_ALLOC(name, type, params, args, base_expr, len_expr, device_expr)                         \
+    HOOK CUresult ldshim_hook_##name params {                                                         \
+        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                            \
+        if (!real) return kDriverNoTarget;                                                            \
+        ReentryGuard g;                                                                               \
+        CUresult r = real args;                                                                       \
         if (r == CUDA_SUCCESS && g.record()) on_alloc(type, base_expr, len_expr, device_expr, #name); \
-        return r;                                                             \
+        return r;                                                                                     \
     }
 
+// A table, one hooked function per entry:
+// clang-format off
 DRV_ALLOC(cuMemAlloc, Type::cuda, (DevicePtrV1* p, unsigned n), (p, n), *p, n, driver_device())
 DRV_ALLOC(cuMemAlloc_v2, Type::cuda, (CUdeviceptr* p, size_t n), (p, n), *p, n, driver_device())
 DRV_ALLOC(cuMemAllocPitch, Type::cuda, (DevicePtrV1* p, unsigned* pitch, unsigned w, unsigned h, unsigned e),
@@ -173,18 +179,19 @@ DRV_ALLOC(cuMemAllocHost_v2, Type::host_pinned, (void** p, size_t n), (p, n), ad
 DRV_ALLOC(cuMemHostAlloc, Type::host_pinned, (void** p, size_t n, unsigned f), (p, n, f), addr(*p), n, -1)
 DRV_ALLOC(cuMemHostRegister, Type::host_pinned, (void* p, size_t n, unsigned f), (p, n, f), addr(p), n, -1)
 DRV_ALLOC(cuMemHostRegister_v2, Type::host_pinned, (void* p, size_t n, unsigned f), (p, n, f), addr(p), n, -1)
+// clang-format on
 
-#define DRV_IPC_OPEN(name)                                                                   \
+#define DRV_IPC_OPEN(name)                                                                    \
     HOOK CUresult ldshim_hook_##name(CUdeviceptr* p, CUipcMemHandle handle, unsigned flags) { \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                                                              \
-        if (!real) return kDriverNoTarget;                                                   \
-        ReentryGuard g;                                                                      \
-        CUresult r = real(p, handle, flags);                                                 \
-        std::uintptr_t base = 0;                                                             \
-        std::size_t size = 0;                                                                \
-        if (r == CUDA_SUCCESS && g.record() && driver_range(*p, &base, &size))               \
-            on_alloc(Type::cuda, base, size, driver_device(), #name);                   \
-        return r;                                                                            \
+        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                    \
+        if (!real) return kDriverNoTarget;                                                    \
+        ReentryGuard g;                                                                       \
+        CUresult r = real(p, handle, flags);                                                  \
+        std::uintptr_t base = 0;                                                              \
+        std::size_t size = 0;                                                                 \
+        if (r == CUDA_SUCCESS && g.record() && driver_range(*p, &base, &size))                \
+            on_alloc(Type::cuda, base, size, driver_device(), #name);                         \
+        return r;                                                                             \
     }
 DRV_IPC_OPEN(cuIpcOpenMemHandle)
 DRV_IPC_OPEN(cuIpcOpenMemHandle_v2)
@@ -218,16 +225,16 @@ HOOK CUresult ldshim_hook_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmem
 }
 
 // ---- Driver: frees ----------------------------------------------------------
-#define DRV_FREE(name, params, args, ptr)             \
-    HOOK CUresult ldshim_hook_##name params {         \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                       \
-        if (!real) return kDriverNoTarget;            \
-        ReentryGuard g;                               \
-        Removed rm;                                   \
-        if (g.record()) rm = on_free(ptr, #name); \
-        CUresult r = real args;                       \
-        if (r != CUDA_SUCCESS) undo_free(rm, #name); \
-        return r;                                     \
+#define DRV_FREE(name, params, args, ptr)                                  \
+    HOOK CUresult ldshim_hook_##name params {                              \
+        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name); \
+        if (!real) return kDriverNoTarget;                                 \
+        ReentryGuard g;                                                    \
+        Removed rm;                                                        \
+        if (g.record()) rm = on_free(ptr, #name);                          \
+        CUresult r = real args;                                            \
+        if (r != CUDA_SUCCESS) undo_free(rm, #name);                       \
+        return r;                                                          \
     }
 
 DRV_FREE(cuMemFree, (DevicePtrV1 p), (p), p)

@@ -31,8 +31,8 @@ std::mutex g_subs_mu;
 
 void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintptr_t base, std::size_t length,
             const char* fn) {
-    ldshim_mem_event_t ev{kind, static_cast<ldshim_memtype_t>(type), device, reinterpret_cast<const void*>(base),
-                          length, fn};
+    ldshim_mem_event_t ev{
+        kind, static_cast<ldshim_memtype_t>(type), device, reinterpret_cast<const void*>(base), length, fn};
     for (Slot& s : g_subs) {
         Callback cb;
         void* arg;

@@ -3,8 +3,8 @@
 // caller, which is ldshim's whole point); dlsym and dlvsym hand out the hook
 // for a hooked CUDA name, so function pointers fetched by name are hooked
 // too; the proc-address mapper does the same for cuGetProcAddress.
-#include "hooks/patcher.h"
 #include "hooks/events.h"
+#include "hooks/patcher.h"
 #include "hooks/table.h"
 #include "ldshim.h"
 

@@ -13,5 +13,5 @@ __asm__(
     ".long 0x4c445348\n"  // n_type: kMarkerNoteType
     ".asciz \"ldshim\"\n"
     ".balign 4\n"
-    ".long 1\n"           // desc: format version
+    ".long 1\n"  // desc: format version
     ".popsection\n");

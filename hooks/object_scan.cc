@@ -110,7 +110,8 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
         return;
     }
     if (versym) versym_ = reinterpret_cast<const ElfW(Half)*>(pointer(versym, sizeof(ElfW(Half))));
-    if (verneed && verneednum_) verneed_ = reinterpret_cast<const ElfW(Verneed)*>(pointer(verneed, sizeof(ElfW(Verneed))));
+    if (verneed && verneednum_)
+        verneed_ = reinterpret_cast<const ElfW(Verneed)*>(pointer(verneed, sizeof(ElfW(Verneed))));
     // x86-64 and aarch64 use RELA only; a REL table (DT_PLTREL == DT_REL)
     // has no slots this code could interpret, so it is not read.
     if (rela && relasz) {
@@ -164,7 +165,7 @@ const char* ObjectImports::version_name(std::uint32_t sym) const {
     return nullptr;
 }
 
-bool ObjectImports::decode(const ElfW(Rela)& r, Import& out) const {
+bool ObjectImports::decode(const ElfW(Rela) & r, Import& out) const {
     arch::SlotKind kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
     auto sym = static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info));
     if (kind == arch::SlotKind::none || sym == 0) return false;

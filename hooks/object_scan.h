@@ -17,10 +17,10 @@
 namespace ldshim::hooks {
 
 struct Import {
-    std::uintptr_t slot;     // address of the slot
+    std::uintptr_t slot;  // address of the slot
     arch::SlotKind kind;
-    const char* name;        // in the object's string table
-    const char* version;     // the version the import names, or nullptr
+    const char* name;     // in the object's string table
+    const char* version;  // the version the import names, or nullptr
     std::int64_t addend;
 };
 
@@ -54,10 +54,10 @@ public:
 
 private:
     struct Table {
-        const ElfW(Rela)* rela = nullptr;
+        const ElfW(Rela) * rela = nullptr;
         std::size_t count = 0;
     };
-    bool decode(const ElfW(Rela)& r, Import& out) const;
+    bool decode(const ElfW(Rela) & r, Import& out) const;
     const char* version_name(std::uint32_t sym) const;
     std::uintptr_t pointer(std::uint64_t value, std::size_t len) const { return extent_.pointer(value, len); }
 
@@ -65,12 +65,12 @@ private:
     loader::LoadedExtent extent_;
     const char* error_ = nullptr;
     bool marker_ = false;
-    const ElfW(Sym)* symtab_ = nullptr;
+    const ElfW(Sym) * symtab_ = nullptr;
     std::size_t syment_ = sizeof(ElfW(Sym));
     const char* strtab_ = nullptr;
     std::size_t strsz_ = 0;
-    const ElfW(Half)* versym_ = nullptr;
-    const ElfW(Verneed)* verneed_ = nullptr;
+    const ElfW(Half) * versym_ = nullptr;
+    const ElfW(Verneed) * verneed_ = nullptr;
     std::size_t verneednum_ = 0;
     Table tables_[2];  // DT_RELA, DT_JMPREL
 };

@@ -1,14 +1,14 @@
 #include "hooks/patcher.h"
 
-#include "host/libc.h"
 #include "hooks/events.h"
 #include "hooks/object_scan.h"
 #include "hooks/oplog.h"
 #include "hooks/slot_writer.h"
 #include "hooks/table.h"
+#include "host/libc.h"
+#include "host/loaded_objects.h"
 #include "ldshim.h"
 #include "memtype/epoch.h"
-#include "host/loaded_objects.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -164,7 +164,8 @@ void Patcher::publish_loader_targets_locked() {
                                     {lo, reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), {nullptr, nullptr}});
         it->next[k] = reinterpret_cast<void*>(p.target);
     }
-    std::sort(table->rows.begin(), table->rows.end(), [](const LoaderRow& a, const LoaderRow& b) { return a.lo < b.lo; });
+    std::sort(table->rows.begin(), table->rows.end(),
+              [](const LoaderRow& a, const LoaderRow& b) { return a.lo < b.lo; });
     const LoaderTable* old = g_loader_table.exchange(table.release(), std::memory_order_acq_rel);
     auto& epochs = memtype::EpochDomain::instance();
     if (old) g_retired.push_back({old, epochs.advance()});
@@ -273,7 +274,9 @@ struct ScanRoom {
         return found.overflowed() || confirmed.overflowed() || scanned.overflowed() || ldshim.overflowed() ||
                text.overflowed();
     }
-    std::string string_at(std::size_t off) const { return off == host::ScratchText::npos ? std::string() : text.at(off); }
+    std::string string_at(std::size_t off) const {
+        return off == host::ScratchText::npos ? std::string() : text.at(off);
+    }
 };
 
 }  // namespace
@@ -397,7 +400,8 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
     std::vector<SlotWrite> writes;
     writes.reserve(todo.size());
     for (const Candidate& c : todo)
-        writes.push_back({c.base, c.slot, c.value, reinterpret_cast<std::uintptr_t>(hook_def(c.id).fn), c.plainly_writable});
+        writes.push_back(
+            {c.base, c.slot, c.value, reinterpret_cast<std::uintptr_t>(hook_def(c.id).fn), c.plainly_writable});
     write_slots(writes);
     unsigned paths = 0;
     std::vector<Op> ops;
@@ -411,8 +415,15 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
             seen_.erase(c.base);
             continue;
         }
-        Op op{c.object, def.name, c.version, c.slot, c.value, hook,
-              reinterpret_cast<std::uintptr_t>(g_next[c.id].load()), OpStatus::patched, {}};
+        Op op{c.object,
+              def.name,
+              c.version,
+              c.slot,
+              c.value,
+              hook,
+              reinterpret_cast<std::uintptr_t>(g_next[c.id].load()),
+              OpStatus::patched,
+              {}};
         if (result == WriteResult::written) {
             op.status = c.foreign ? OpStatus::chained : OpStatus::patched;
             if (c.lazy) op.detail = "lazy slot, not bound yet";

@@ -91,15 +91,15 @@ private:
     bool installed_ = false;
     unsigned flags_ = 0;  // the LDSHIM_HOOK_* sets installed so far
     unsigned long long adds_ = 0, subs_ = 0;
-    bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
-    std::unordered_set<std::uintptr_t> seen_;           // bases scanned since the last unload
+    bool retry_ = false;                       // an object was skipped half-loaded: the next refresh looks again
+    std::unordered_set<std::uintptr_t> seen_;  // bases scanned since the last unload
     std::unordered_map<std::uintptr_t, Patch> patches_;  // by slot
     // Loader slots left alone because they already lead to ldshim (bound to
     // the preload's dlopen): watched, so that a GOT patcher that takes one
     // over later is noticed (reclaim_loader_slots).
     std::unordered_map<std::uintptr_t, int> watched_;  // slot -> hook id
-    std::vector<Range> ldshim_ranges_;                  // segments of objects carrying the marker
-    std::size_t scan_room_ = 256;                       // what the last scan needed (loaded_objects.h)
+    std::vector<Range> ldshim_ranges_;                 // segments of objects carrying the marker
+    std::size_t scan_room_ = 256;                      // what the last scan needed (loaded_objects.h)
 };
 
 }  // namespace ldshim::hooks

@@ -1,7 +1,7 @@
 #include "hooks/slot_writer.h"
 
-#include "host/libc.h"
 #include "hooks/object_scan.h"
+#include "host/libc.h"
 #include "host/loaded_objects.h"
 
 #include <fcntl.h>
@@ -67,8 +67,8 @@ std::vector<Mapping> read_protections() {
 }
 
 int protection(const std::vector<Mapping>& maps, std::uintptr_t page) {  // -1: not mapped
-    auto it = std::upper_bound(maps.begin(), maps.end(), page,
-                               [](std::uintptr_t p, const Mapping& m) { return p < m.lo; });
+    auto it =
+        std::upper_bound(maps.begin(), maps.end(), page, [](std::uintptr_t p, const Mapping& m) { return p < m.lo; });
     if (it == maps.begin()) return -1;
     --it;
     return page < it->hi ? it->prot : -1;
@@ -99,7 +99,8 @@ void write_page(const std::vector<Mapping>& maps, SlotWrite* const* items, std::
     int prot = protection(maps, page);
     bool need_write = prot >= 0 && (prot & PROT_WRITE) == 0;
     if (prot < 0 || (need_write && mprotect(reinterpret_cast<void*>(page), page_size(), prot | PROT_WRITE) != 0)) {
-        for (std::size_t i = 0; i < n; ++i) items[i]->result = prot < 0 ? WriteResult::unmapped : WriteResult::protect_failed;
+        for (std::size_t i = 0; i < n; ++i)
+            items[i]->result = prot < 0 ? WriteResult::unmapped : WriteResult::protect_failed;
         return;
     }
     for (std::size_t i = 0; i < n; ++i) compare_and_swap(*items[i]);
@@ -129,8 +130,9 @@ void write_slots(std::vector<SlotWrite>& writes) {
         w.result = WriteResult::unmapped;  // until its object is met in the walk
         order.push_back(&w);
     }
-    std::sort(order.begin(), order.end(),
-              [](const SlotWrite* a, const SlotWrite* b) { return a->base != b->base ? a->base < b->base : a->slot < b->slot; });
+    std::sort(order.begin(), order.end(), [](const SlotWrite* a, const SlotWrite* b) {
+        return a->base != b->base ? a->base < b->base : a->slot < b->slot;
+    });
     const std::vector<PageGroup> groups = group_by_page(order);
     bool need_maps = std::any_of(groups.begin(), groups.end(), [](const PageGroup& g) { return !g.plainly_writable; });
     // The protections read before the walk hold for it unless an object is

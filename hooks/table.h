@@ -9,6 +9,8 @@
 #include <cstdint>
 
 // X(name, kind): kind is loader, proc, runtime or driver.
+// A table, one hooked function per entry:
+// clang-format off
 #define LDSHIM_HOOK_LIST(X)                                                                  \
     X(dlopen, loader) X(dlclose, loader) X(dlsym, loader) X(dlvsym, loader) X(dlmopen, loader) \
     X(cuGetProcAddress, proc) X(cuGetProcAddress_v2, proc)                                  \
@@ -33,6 +35,7 @@
     X(cuMemHostUnregister, driver)                                                           \
     X(cuMemCreate, driver) X(cuMemMap, driver) X(cuMemUnmap, driver) X(cuMemRelease, driver) \
     X(cuIpcOpenMemHandle, driver) X(cuIpcOpenMemHandle_v2, driver) X(cuIpcCloseMemHandle, driver)
+// clang-format on
 
 namespace ldshim::hooks {
 
@@ -50,7 +53,7 @@ struct HookDef {
     const char* name;
     const char* version;  // the only symbol version an import may name; nullptr: any
     HookKind kind;
-    void* fn;             // the hook; nullptr when this build lacks it (no CUDA headers)
+    void* fn;  // the hook; nullptr when this build lacks it (no CUDA headers)
 };
 
 // Indexed by HookId.

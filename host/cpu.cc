@@ -49,8 +49,8 @@ std::optional<CpuView> cpu_view() {
               LDSHIM_A(SSSE3) && LDSHIM_A(SSE4_1) && LDSHIM_A(SSE4_2);
     bool v3 = v2 && LDSHIM_A(AVX) && LDSHIM_A(AVX2) && LDSHIM_A(BMI1) && LDSHIM_A(BMI2) && LDSHIM_A(F16C) &&
               LDSHIM_A(FMA) && LDSHIM_A(LZCNT) && LDSHIM_A(MOVBE);
-    bool v4 = v3 && LDSHIM_A(AVX512F) && LDSHIM_A(AVX512BW) && LDSHIM_A(AVX512CD) && LDSHIM_A(AVX512DQ) &&
-              LDSHIM_A(AVX512VL);
+    bool v4 =
+        v3 && LDSHIM_A(AVX512F) && LDSHIM_A(AVX512BW) && LDSHIM_A(AVX512CD) && LDSHIM_A(AVX512DQ) && LDSHIM_A(AVX512VL);
     c.isa_levels = 1u | (v2 ? 2u : 0u) | (v3 ? 4u : 0u) | (v4 ? 8u : 0u);
     if (auto at = getauxval(AT_PLATFORM)) c.platform = reinterpret_cast<const char*>(at);
     // Only on Intel does glibc override AT_PLATFORM and set avx512_1.
@@ -71,7 +71,6 @@ std::optional<CpuView> cpu_view() {
 #undef LDSHIM_A
     return c;
 }
-
 
 std::string cpu_identity() {
     std::string id;

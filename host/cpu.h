@@ -13,7 +13,7 @@ namespace ldshim::host {
 // The loader's view of the CPU after glibc 2.36's rules, as ld.so settled it
 // at startup in this process.
 struct CpuView {
-    std::uint32_t isa_levels = 1;  // bit 1: x86-64-v2, 2: v3, 3: v4 (bit 0: baseline)
+    std::uint32_t isa_levels = 1;         // bit 1: x86-64-v2, 2: v3, 3: v4 (bit 0: baseline)
     std::optional<std::string> platform;  // $PLATFORM
     std::uint64_t hwcap = 0;              // dl_hwcap
 };

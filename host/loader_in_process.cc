@@ -117,8 +117,9 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
         return fail("glibc " + std::string(version) + ": the in-process derivation knows glibc 2.36 only");
     link_map* rtld = rtld_link_map();
     if (!rtld)
-        return fail("no interpreter mapped (AT_BASE): started as `ld.so PROGRAM`, whose options are not "
-                    "visible in process, or not dynamically linked");
+        return fail(
+            "no interpreter mapped (AT_BASE): started as `ld.so PROGRAM`, whose options are not "
+            "visible in process, or not dynamically linked");
     auto serinfo = read_serinfo(rtld);
     if (!serinfo) return fail("dlinfo(RTLD_DI_SERINFO) failed on the loader's link map");
     auto facts = main_program_facts();

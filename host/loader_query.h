@@ -17,7 +17,8 @@ std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld
 // The cache key covers everything the answer depends on: the loader file
 // (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
 // feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
-std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error);
+std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir,
+                                                        std::string* error);
 
 // $XDG_CACHE_HOME/ldshim or $HOME/.cache/ldshim; empty when neither is set or
 // LDSHIM_NO_CACHE is set.

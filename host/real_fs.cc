@@ -135,7 +135,7 @@ RootFs::RootFs(std::string root) : root_(std::move(root)) {
 }
 
 std::optional<std::string> RootFs::resolve(const std::string& path, int* error) const {
-    constexpr int kMaxLinks = 40;  // the kernel's limit
+    constexpr int kMaxLinks = 40;   // the kernel's limit
     std::vector<std::string> done;  // resolved components
     std::vector<std::string> todo;  // components still to walk, in reverse order
     auto push_reversed = [&](std::string_view p) {

@@ -99,7 +99,7 @@ extern "C" {
  * an int still compiles; only C++ code that stores a function's address
  * as int (*)(...) must now name ldshim_status. */
 typedef enum {
-    LDSHIM_ALREADY_LOADED = 1,        /* ldshim_resolve: the name is an object already loaded */
+    LDSHIM_ALREADY_LOADED = 1, /* ldshim_resolve: the name is an object already loaded */
     LDSHIM_OK = 0,
     LDSHIM_ERR_INVALID_ARGUMENT = -1, /* a NULL or malformed argument */
     LDSHIM_ERR_NOT_FOUND = -2,        /* the search found no acceptable file, or glibc
@@ -126,11 +126,11 @@ typedef enum {
  * ldshim_status, on purpose: it accepts any value (a code from a newer
  * library, an int a caller kept), and C and C++ both pass an ldshim_status
  * to it without a cast. */
-const char *ldshim_strerror(int status);
+const char* ldshim_strerror(int status);
 
 /* The library version as "MAJOR.MINOR.PATCH": the run-time counterpart of
  * LDSHIM_VERSION_STRING, for callers that load libldshim.so.0 dynamically. */
-const char *ldshim_version(void);
+const char* ldshim_version(void);
 
 /* ---- dlopen from the real caller ----------------------------------------
  * glibc chooses where to search (RPATH chain, RUNPATH, $ORIGIN, namespace)
@@ -143,16 +143,16 @@ const char *ldshim_version(void);
  * Thread-safe; no lock is held across the real dlopen. */
 
 /* dlopen with the caller taken from this function's own return address. */
-void *ldshim_dlopen(const char *file, int mode);
-void *ldshim_dlopen_from(const void *caller, const char *file, int mode);
+void* ldshim_dlopen(const char* file, int mode);
+void* ldshim_dlopen_from(const void* caller, const char* file, int mode);
 /* LM_ID_BASE as for ldshim_dlopen_from; other namespaces are passed to
  * glibc's dlmopen unchanged (not resolved by ldshim yet). */
-void *ldshim_dlmopen_from(long lmid, const void *caller, const char *file, int mode);
+void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int mode);
 /* For interposers: the final open goes through `next` (their saved "real"
  * dlopen) instead of libc's.  NULL means glibc's. */
-void *ldshim_dlopen_via(void *(*next)(const char *, int), const void *caller, const char *file, int mode);
+void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode);
 /* The same for dlmopen; `next` has dlmopen's signature (Lmid_t is long). */
-void *ldshim_dlmopen_via(void *(*next)(long, const char *, int), long lmid, const void *caller, const char *file,
+void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
                          int mode);
 
 /* For an entry point reached by symbol rather than through the caller's own
@@ -163,7 +163,7 @@ void *ldshim_dlmopen_via(void *(*next)(long, const char *, int), long lmid, cons
  * stack outside such libraries and ldshim (found with the unwinder);
  * otherwise `return_address` itself.  Best effort: code without unwind
  * information ends the walk, and then `return_address` is returned. */
-const void *ldshim_caller_behind(const void *return_address);
+const void* ldshim_caller_behind(const void* return_address);
 
 /* The search alone, loading nothing.  Returns
  *   LDSHIM_OK                    with the path that dlopen would open in `path`;
@@ -183,14 +183,14 @@ const void *ldshim_caller_behind(const void *return_address);
  *   LDSHIM_ERR_UNSUPPORTED       when called from inside ldshim itself (a dlopen
  *                                made while ldshim builds its model).
  * `path` is written only for the first two. */
-ldshim_status ldshim_resolve(const void *caller, const char *file, int mode, char *path, size_t size);
+ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size);
 
 /* The error of this thread's last failed ldshim_dlopen* or ldshim_resolve
  * (glibc's text for the same failure), then cleared; otherwise glibc's
  * dlerror(). */
-char *ldshim_dlerror(void);
+char* ldshim_dlerror(void);
 /* The same, with `next` (an interposer's dlerror) instead of glibc's. */
-char *ldshim_dlerror_via(char *(*next)(void));
+char* ldshim_dlerror_via(char* (*next)(void));
 
 /* ---- Memory types ------------------------------------------------------
  * A process-wide registry from address range to memory type, fed by the
@@ -198,8 +198,8 @@ char *ldshim_dlerror_via(char *(*next)(void));
  * allocation, safe from any thread and from signal handlers while writers
  * run.  Memory the registry never saw is UNREGISTERED, never "host". */
 typedef enum {
-    LDSHIM_MEM_UNREGISTERED = 0,   /* never seen */
-    LDSHIM_MEM_HOST,               /* known pageable host memory */
+    LDSHIM_MEM_UNREGISTERED = 0, /* never seen */
+    LDSHIM_MEM_HOST,             /* known pageable host memory */
     LDSHIM_MEM_HOST_PINNED,
     LDSHIM_MEM_CUDA,
     LDSHIM_MEM_CUDA_MANAGED
@@ -207,11 +207,11 @@ typedef enum {
 
 typedef struct {
     ldshim_memtype_t type;
-    int device;          /* CUDA device ordinal; -1 when not applicable */
-    const void *base;    /* the registered range, or the gap around an
-                            unregistered pointer */
-    size_t length;       /* its length; a gap reaching the top of the address
-                            space saturates at SIZE_MAX */
+    int device;       /* CUDA device ordinal; -1 when not applicable */
+    const void* base; /* the registered range, or the gap around an
+                         unregistered pointer */
+    size_t length;    /* its length; a gap reaching the top of the address
+                         space saturates at SIZE_MAX */
 } ldshim_meminfo_t;
 
 /* Registers [base, base+length) as `type` on `device`, replacing whatever
@@ -220,26 +220,26 @@ typedef struct {
  * LDSHIM_ERR_INVALID_ARGUMENT for a type that is not one of
  * LDSHIM_MEM_HOST .. LDSHIM_MEM_CUDA_MANAGED (UNREGISTERED included), even
  * with length 0; LDSHIM_ERR_NO_MEMORY. */
-ldshim_status ldshim_memtype_insert(const void *base, size_t length, ldshim_memtype_t type, int device);
+ldshim_status ldshim_memtype_insert(const void* base, size_t length, ldshim_memtype_t type, int device);
 
 /* Forgets [base, base+length); a range partly inside it is cut or split.
  * Returns LDSHIM_OK (also when nothing was registered there);
  * LDSHIM_ERR_NO_MEMORY. */
-ldshim_status ldshim_memtype_remove(const void *base, size_t length);
+ldshim_status ldshim_memtype_remove(const void* base, size_t length);
 
 /* Describes the range (or gap) containing ptr.  Returns LDSHIM_OK;
  * LDSHIM_ERR_RANGE_SPANS (only with length > 1) when [ptr, ptr+length) does
  * not lie inside that one range or gap (info is still filled);
  * LDSHIM_ERR_INVALID_ARGUMENT if info is NULL. */
-ldshim_status ldshim_memtype_query(const void *ptr, size_t length, ldshim_meminfo_t *info);
+ldshim_status ldshim_memtype_query(const void* ptr, size_t length, ldshim_meminfo_t* info);
 
 /* Which rule answered ldshim_memtype_classify. */
 typedef enum {
-    LDSHIM_MEMRULE_REGISTRY = 0,     /* the registry knew the range */
-    LDSHIM_MEMRULE_DRIVER = 1,       /* the CUDA driver classified it; the whole
-                                        allocation is registered from now on */
-    LDSHIM_MEMRULE_DEFAULT_HOST = 2  /* unknown to both, or no CUDA driver:
-                                        reported as LDSHIM_MEM_HOST */
+    LDSHIM_MEMRULE_REGISTRY = 0,    /* the registry knew the range */
+    LDSHIM_MEMRULE_DRIVER = 1,      /* the CUDA driver classified it; the whole
+                                       allocation is registered from now on */
+    LDSHIM_MEMRULE_DEFAULT_HOST = 2 /* unknown to both, or no CUDA driver:
+                                       reported as LDSHIM_MEM_HOST */
 } ldshim_memrule_t;
 
 /* ldshim_memtype_query, then -- for an unregistered pointer -- the CUDA
@@ -251,7 +251,7 @@ typedef enum {
  * rule still filled); LDSHIM_ERR_INVALID_ARGUMENT if info is NULL;
  * LDSHIM_ERR_NO_MEMORY when registering the driver's answer failed (info
  * and rule are then not written). */
-ldshim_status ldshim_memtype_classify(const void *ptr, size_t length, ldshim_meminfo_t *info, ldshim_memrule_t *rule);
+ldshim_status ldshim_memtype_classify(const void* ptr, size_t length, ldshim_meminfo_t* info, ldshim_memrule_t* rule);
 
 /* ---- Hooks -------------------------------------------------------------
  * ldshim_hooks_install(LDSHIM_HOOK_CUDA) writes ldshim's hooks into the
@@ -297,10 +297,10 @@ ldshim_status ldshim_hooks_uninstall(void);
 ldshim_status ldshim_hooks_refresh(void);
 
 /* Which interception paths are active: a bit set of these. */
-#define LDSHIM_PATH_GOT 0x1u           /* at least one CUDA import slot patched */
-#define LDSHIM_PATH_DLOPEN 0x2u        /* dlopen/dlclose slots patched: new objects followed */
-#define LDSHIM_PATH_DLSYM 0x4u         /* dlsym/dlvsym slots patched: lookups by name hooked */
-#define LDSHIM_PATH_PROC_ADDRESS 0x8u  /* cuGetProcAddress / cudaGetDriverEntryPoint hooked */
+#define LDSHIM_PATH_GOT 0x1u          /* at least one CUDA import slot patched */
+#define LDSHIM_PATH_DLOPEN 0x2u       /* dlopen/dlclose slots patched: new objects followed */
+#define LDSHIM_PATH_DLSYM 0x4u        /* dlsym/dlvsym slots patched: lookups by name hooked */
+#define LDSHIM_PATH_PROC_ADDRESS 0x8u /* cuGetProcAddress / cudaGetDriverEntryPoint hooked */
 unsigned ldshim_hooks_active(void);
 
 /* The operation log: one entry per slot write, in order. */
@@ -313,28 +313,28 @@ typedef enum {
 } ldshim_hook_op_status_t;
 
 typedef struct {
-    const char *object;   /* the object's path ("" for the main program) */
-    const char *symbol;   /* e.g. "cuMemAlloc_v2" */
-    const char *version;  /* the symbol version the import names, or "" */
-    const void *slot;     /* the address written */
-    const void *old_value;
-    const void *new_value;
-    const void *target;   /* what the hook calls */
+    const char* object;  /* the object's path ("" for the main program) */
+    const char* symbol;  /* e.g. "cuMemAlloc_v2" */
+    const char* version; /* the symbol version the import names, or "" */
+    const void* slot;    /* the address written */
+    const void* old_value;
+    const void* new_value;
+    const void* target; /* what the hook calls */
     ldshim_hook_op_status_t status;
-    const char *detail;   /* "" or a reason */
+    const char* detail; /* "" or a reason */
 } ldshim_hook_op_t;
 
 size_t ldshim_hooks_log_size(void);
 /* Fills *op with entry `index`; its strings live as long as the process.
  * Returns LDSHIM_OK; LDSHIM_ERR_INVALID_ARGUMENT for an index past the end
  * or a NULL op. */
-ldshim_status ldshim_hooks_log_get(size_t index, ldshim_hook_op_t *op);
+ldshim_status ldshim_hooks_log_get(size_t index, ldshim_hook_op_t* op);
 /* Writes the log to fd, one tab-separated line per entry.  Returns
  * LDSHIM_OK; LDSHIM_ERR_SYSTEM when fd is not open or a write fails (part
  * of the log may have been written); LDSHIM_ERR_NO_MEMORY. */
 ldshim_status ldshim_hooks_log_write(int fd);
 /* "patched", "chained", ... ; "unknown" for anything else. */
-const char *ldshim_hook_op_status_name(int status);
+const char* ldshim_hook_op_status_name(int status);
 
 /* Allocation events, for subscribers such as UCX's memory-event handlers. */
 typedef enum { LDSHIM_EVENT_ALLOC = 0, LDSHIM_EVENT_FREE = 1 } ldshim_event_kind_t;
@@ -342,21 +342,21 @@ typedef struct {
     ldshim_event_kind_t kind;
     ldshim_memtype_t type;
     int device;
-    const void *base;
+    const void* base;
     size_t length;
-    const char *function;  /* the hooked function, e.g. "cudaMallocAsync_ptsz" */
+    const char* function; /* the hooked function, e.g. "cudaMallocAsync_ptsz" */
 } ldshim_mem_event_t;
-typedef void (*ldshim_mem_callback_t)(const ldshim_mem_event_t *event, void *arg);
+typedef void (*ldshim_mem_callback_t)(const ldshim_mem_event_t* event, void* arg);
 /* Calls callback(event, arg) for every allocation event.  Free events are
  * delivered before the real free runs.  At most 16 subscriptions; the same
  * pair subscribed twice is called twice.  Returns LDSHIM_OK;
  * LDSHIM_ERR_INVALID_ARGUMENT for a NULL callback; LDSHIM_ERR_NO_MEMORY
  * when 16 are already subscribed. */
-ldshim_status ldshim_hooks_subscribe(ldshim_mem_callback_t callback, void *arg);
+ldshim_status ldshim_hooks_subscribe(ldshim_mem_callback_t callback, void* arg);
 /* Removes one subscription of the pair (callback, arg).  A callback may
  * still be running in another thread when it returns.  Returns LDSHIM_OK;
  * LDSHIM_ERR_INVALID_ARGUMENT for a NULL callback or a pair not subscribed. */
-ldshim_status ldshim_hooks_unsubscribe(ldshim_mem_callback_t callback, void *arg);
+ldshim_status ldshim_hooks_unsubscribe(ldshim_mem_callback_t callback, void* arg);
 
 #ifdef __cplusplus
 }

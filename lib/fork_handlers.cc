@@ -13,8 +13,8 @@
 // (memtype/epoch).  Only instances that exist are locked: a handler must not
 // build a model or a registry inside fork().  A lock taken here is never
 // taken by the code that runs between prepare and release.
-#include "hooks/patcher.h"
 #include "hooks/events.h"
+#include "hooks/patcher.h"
 #include "memtype/epoch.h"
 #include "memtype/registry.h"
 #include "resolver/live_process.h"

@@ -73,5 +73,4 @@ std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr, std::size_t
                               std::span<std::byte> out) noexcept;
 FactsResult decode_loaded_facts(std::span<const std::byte> copy);
 
-
 }  // namespace ldshim::loader

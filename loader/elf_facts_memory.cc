@@ -53,10 +53,12 @@ private:
     std::size_t need_ = 0;
 };
 
-bool names_string(std::int64_t tag) { return tag == DT_NEEDED || tag == DT_SONAME || tag == DT_RPATH || tag == DT_RUNPATH; }
+bool names_string(std::int64_t tag) {
+    return tag == DT_NEEDED || tag == DT_SONAME || tag == DT_RPATH || tag == DT_RUNPATH;
+}
 
 // The dynamic entries the facts use, with their strings.
-void copy_dynamic(const ElfW(Dyn)* dyn, std::size_t ndyn, const LoadedExtent& ext, CopyOut& out) {
+void copy_dynamic(const ElfW(Dyn) * dyn, std::size_t ndyn, const LoadedExtent& ext, CopyOut& out) {
     std::uint64_t strtab = 0, strsz = 0;
     bool strings = false, has_strtab = false, has_strsz = false;
     for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
@@ -92,7 +94,8 @@ void copy_dynamic(const ElfW(Dyn)* dyn, std::size_t ndyn, const LoadedExtent& ex
 
 }  // namespace
 
-std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size_t phnum, std::span<std::byte> out_bytes) noexcept {
+std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size_t phnum,
+                              std::span<std::byte> out_bytes) noexcept {
     CopyOut out(out_bytes);
     const auto* ph = static_cast<const ElfW(Phdr)*>(phdr_v);
     if (!ph || phnum == 0) {
@@ -108,7 +111,8 @@ std::size_t copy_loaded_facts(std::uintptr_t base, const void* phdr_v, std::size
             std::uintptr_t a = base + ph[i].p_vaddr;
             if (ph[i].p_memsz && ext.contains(a, ph[i].p_memsz)) {
                 interp = true;
-                out.record(kInterp, 0, reinterpret_cast<const char*>(a), strnlen(reinterpret_cast<const char*>(a), ph[i].p_memsz));
+                out.record(kInterp, 0, reinterpret_cast<const char*>(a),
+                           strnlen(reinterpret_cast<const char*>(a), ph[i].p_memsz));
             }
         }
     }

@@ -45,8 +45,6 @@ Engine::Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, 
     for (const auto& d : cfg_.system_dirs) system_.push_back(pool_.intern(d, Label::system, std::nullopt));
 }
 
-
-
 std::string Engine::display_name(const std::optional<std::string>& where) const {
     // glibc's DSO_FILENAME: the main program (l_name "") shows as argv[0].
     if (!where) return {};
@@ -179,8 +177,11 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             current = d.what;
             print_header(list, i);
         }
-        if (sink_ && std::all_of(d.status.begin(), d.status.end(), [](DirStatus x) { return x == DirStatus::nonexisting; }))
-            emit_made([&] { return TraceEvent::skipped(Skip::dir_missing, owner, d.what, d.dirname.empty() ? "." : d.dirname); });
+        if (sink_ &&
+            std::all_of(d.status.begin(), d.status.end(), [](DirStatus x) { return x == DirStatus::nonexisting; }))
+            emit_made([&] {
+                return TraceEvent::skipped(Skip::dir_missing, owner, d.what, d.dirname.empty() ? "." : d.dirname);
+            });
         bool here_any = false;
         for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
             if (d.status[c] == DirStatus::nonexisting) continue;
@@ -234,7 +235,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
 void Engine::report_miss(const std::string& path, const OpenOutcome& o, bool dir_missing) {
     if (!sink_ || o.rejected) return;  // a rejection was reported by open_verify
     emit_made([&] {
-        std::string why = dir_missing       ? "the directory does not exist"
+        std::string why = dir_missing        ? "the directory does not exist"
                           : errno_ == ENOENT ? "no such file"
                                              : std::string(std::strerror(errno_));
         return TraceEvent::missed(path, std::move(why));
@@ -250,7 +251,9 @@ void Engine::report_list_gaps(int idx, bool runpath) {
         return;
     }
     for (const auto& drop : runpath ? o.runpath_drops : o.rpath_drops)
-        emit_made([&] { return TraceEvent::skipped(Skip::element_dropped, idx, label, drop.first, dst_drop_text(drop.second)); });
+        emit_made([&] {
+            return TraceEvent::skipped(Skip::element_dropped, idx, label, drop.first, dst_drop_text(drop.second));
+        });
 }
 
 int Engine::first_in_ns(unsigned ns) const {
@@ -439,8 +442,10 @@ Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
             }
     }
     found = open_verify(*hit, req);
-    if (found.status == OpenOutcome::Status::found) found.source = Source::cache;
-    else report_miss(*hit, found, false);
+    if (found.status == OpenOutcome::Status::found)
+        found.source = Source::cache;
+    else
+        report_miss(*hit, found, false);
     return found;
 }
 
@@ -655,8 +660,8 @@ std::vector<int> Engine::load_preloads(std::vector<std::string>& warnings) {
 
 unsigned Engine::new_namespace() const {
     for (unsigned ns = 1;; ++ns) {
-        bool used = std::any_of(objects_.begin(), objects_.end(),
-                                [&](const Object& o) { return o.ns == ns && !o.removed; });
+        bool used =
+            std::any_of(objects_.begin(), objects_.end(), [&](const Object& o) { return o.ns == ns && !o.removed; });
         if (!used) return ns;
     }
 }
@@ -704,7 +709,8 @@ int Engine::adopt(Object o) {
 }
 
 void Engine::forget(int idx) {
-    if (idx >= 0 && static_cast<std::size_t>(idx) < objects_.size()) objects_[static_cast<std::size_t>(idx)].removed = true;
+    if (idx >= 0 && static_cast<std::size_t>(idx) < objects_.size())
+        objects_[static_cast<std::size_t>(idx)].removed = true;
 }
 
 bool Engine::compact() {
@@ -754,7 +760,8 @@ int Engine::find_object(const std::string& what) const {
     auto r = fs_.open(what);
     if (r.image) {
         for (std::size_t i = 0; i < objects_.size(); ++i)
-            if (!objects_[i].removed && objects_[i].ns == 0 && objects_[i].id.valid() && objects_[i].id == r.image->id())
+            if (!objects_[i].removed && objects_[i].ns == 0 && objects_[i].id.valid() &&
+                objects_[i].id == r.image->id())
                 return static_cast<int>(i);
     }
     return -1;

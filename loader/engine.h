@@ -15,8 +15,8 @@
 #include "loader/trace.h"
 
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ldshim::loader {
@@ -31,7 +31,7 @@ struct Object {
     std::optional<std::string> origin;  // $ORIGIN; nullopt = unknown
     int loader = -1;                    // l_loader: who needed it; -1 for dlopen'ed
     unsigned ns = 0;
-    FileId id;  // zero for main, ld.so and the vDSO, as in glibc
+    FileId id;              // zero for main, ld.so and the vDSO, as in glibc
     bool dlopened = false;  // lt_loaded
     bool removed = false;   // unloaded by a failed dlopen
     Source found_by = Source::none;
@@ -47,9 +47,9 @@ struct Object {
 };
 
 struct EngineOptions {
-    std::string argv0;                         // how the program was invoked
-    bool secure = false;                       // AT_SECURE
-    std::optional<std::string> library_path;   // LD_LIBRARY_PATH (ignored if secure)
+    std::string argv0;                        // how the program was invoked
+    bool secure = false;                      // AT_SECURE
+    std::optional<std::string> library_path;  // LD_LIBRARY_PATH (ignored if secure)
     Label library_path_label = Label::ld_library_path;
     std::optional<std::string> inhibit_rpath;  // ld.so --inhibit-rpath
     std::optional<std::string> origin_path;    // LD_ORIGIN_PATH
@@ -82,7 +82,7 @@ struct MapOutcome {
 };
 
 struct DlopenRequest {
-    int caller = 0;            // object index containing the return address; -1: none
+    int caller = 0;                   // object index containing the return address; -1: none
     std::optional<std::string> name;  // nullopt = dlopen(NULL)
     bool noload = false;
     enum class Ns : std::uint8_t { caller, new_ns, explicit_ns } ns_mode = Ns::caller;
@@ -139,9 +139,9 @@ private:
         std::string path;
         std::shared_ptr<const FileImage> image;
         LoadError error;
-        bool rejected = false;        // not_found: the file exists but verification refused it
+        bool rejected = false;         // not_found: the file exists but verification refused it
         Source source = Source::none;  // found: the rule that found it
-        int owner = -1;               // found: the object whose list it was in
+        int owner = -1;                // found: the object whose list it was in
     };
     struct Request {
         std::string name;

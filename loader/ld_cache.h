@@ -53,8 +53,8 @@ private:
     const char* format_ = "none";
     const std::byte* entries_ = nullptr;
     std::uint32_t nlibs_ = 0;
-    std::uint32_t entry_size_ = 0;  // 12 (old) or 24 (new)
-    const char* strings_ = nullptr; // base that string offsets are relative to
+    std::uint32_t entry_size_ = 0;   // 12 (old) or 24 (new)
+    const char* strings_ = nullptr;  // base that string offsets are relative to
     std::uint64_t strings_size_ = 0;
     std::vector<std::string> hwcaps_names_;  // extension tag 1
 };

@@ -11,7 +11,7 @@
 namespace ldshim::loader {
 
 struct LoadedExtent {
-    const ElfW(Phdr)* ph;
+    const ElfW(Phdr) * ph;
     std::size_t n;
     std::uintptr_t base;
 

@@ -113,7 +113,7 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
     bool saw_search = false;
     bool saw_legacy = false;
     std::optional<std::string> platform;
-    std::vector<std::pair<int, std::string>> hwcap_bits;  // searched legacy hwcaps
+    std::vector<std::pair<int, std::string>> hwcap_bits;     // searched legacy hwcaps
     static constexpr std::uint32_t kLevelBit[] = {8, 4, 2};  // v4, v3, v2
     for (auto line : lines_of(text)) {
         if (line.starts_with("Shared library search path:")) {

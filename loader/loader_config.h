@@ -31,9 +31,9 @@ struct LoaderConfig {
     // x86-64 ISA levels the CPU supports, as cache hwcap bits (1 = baseline,
     // 2 = v2, 4 = v3, 8 = v4).
     std::uint32_t isa_levels = 1;
-    std::optional<std::string> platform;  // $PLATFORM (AT_PLATFORM or glibc's override)
-    std::string dst_lib;                  // $LIB
-    std::uint64_t hwcap_searched = 0;     // dl_hwcap & hwcap_mask
+    std::optional<std::string> platform;           // $PLATFORM (AT_PLATFORM or glibc's override)
+    std::string dst_lib;                           // $LIB
+    std::uint64_t hwcap_searched = 0;              // dl_hwcap & hwcap_mask
     std::string cache_path = "/etc/ld.so.cache";   // the file that is read
     std::string cache_label = "/etc/ld.so.cache";  // what LD_DEBUG prints
     bool inhibit_cache = false;

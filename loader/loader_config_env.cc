@@ -35,10 +35,14 @@ std::uint64_t loader_strtoul(std::string_view s) {
     for (; i < s.size(); ++i) {
         char c = s[i];
         unsigned d;
-        if (c >= '0' && c <= (base == 8 ? '7' : '9')) d = static_cast<unsigned>(c - '0');
-        else if (base == 16 && c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
-        else if (base == 16 && c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
-        else break;
+        if (c >= '0' && c <= (base == 8 ? '7' : '9'))
+            d = static_cast<unsigned>(c - '0');
+        else if (base == 16 && c >= 'a' && c <= 'f')
+            d = static_cast<unsigned>(c - 'a' + 10);
+        else if (base == 16 && c >= 'A' && c <= 'F')
+            d = static_cast<unsigned>(c - 'A' + 10);
+        else
+            break;
         if (r >= (UINT64_MAX - d) / base) return UINT64_MAX;
         r = r * base + d;
     }
@@ -138,8 +142,10 @@ std::optional<std::vector<std::string>> system_dirs_from_serinfo(const std::vect
             if (expect.size() == total - n && std::equal(expect.begin(), expect.end(), serinfo.begin())) return dirs;
         }
     }
-    if (error) *error = "the loader's search list (RTLD_DI_SERINFO) does not end in system directories after the "
-                        "main program's RPATH and LD_LIBRARY_PATH";
+    if (error)
+        *error =
+            "the loader's search list (RTLD_DI_SERINFO) does not end in system directories after the "
+            "main program's RPATH and LD_LIBRARY_PATH";
     return std::nullopt;
 }
 

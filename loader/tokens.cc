@@ -119,7 +119,8 @@ const char* dst_drop_text(DstDrop d) {
         case DstDrop::unknown_value:
             return "dropped: a token with no value here ($PLATFORM unknown, or $ORIGIN of an object without a path)";
         case DstDrop::secure_position: return "dropped in secure mode: $ORIGIN is only allowed alone at the start";
-        case DstDrop::untrusted_dir: return "dropped in secure mode: the expansion is not inside a trusted system directory";
+        case DstDrop::untrusted_dir:
+            return "dropped in secure mode: the expansion is not inside a trusted system directory";
         case DstDrop::none: break;
     }
     return "dropped";

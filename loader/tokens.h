@@ -16,8 +16,8 @@ struct DstValues {
 };
 
 struct DstPolicy {
-    bool secure = false;          // AT_SECURE
-    bool owner_is_main = false;   // the owner is the main program (trusted-dir check)
+    bool secure = false;                                     // AT_SECURE
+    bool owner_is_main = false;                              // the owner is the main program (trusted-dir check)
     const std::vector<std::string>* trusted_dirs = nullptr;  // system dirs, with '/'
 };
 

@@ -14,9 +14,9 @@ namespace ldshim::loader {
 // Which list the engine was walking (not necessarily the printed label).
 enum class Source : std::uint8_t {
     none,
-    already_loaded,   // matched a loaded object by name or SONAME
-    same_file,        // found a file that is an already-loaded object
-    slash_name,       // opened directly
+    already_loaded,  // matched a loaded object by name or SONAME
+    same_file,       // found a file that is an already-loaded object
+    slash_name,      // opened directly
     rpath,
     ld_library_path,
     runpath,
@@ -50,10 +50,10 @@ struct TraceEvent {
         end_search,     // the empty line that closes a search
         aux_empty_dst,  // text = DT_NEEDED string dropped for an empty DST
         // Not printed by LD_DEBUG=libs; for tools that explain a search.
-        rejected,       // text = candidate, detail = why (it exists, but is not usable)
-        missed,         // text = candidate, detail = why it could not be opened
-        skipped,        // skip = why, object/label/text = what (see Skip)
-        result,         // text = path or object name, source, detail = the name asked for
+        rejected,  // text = candidate, detail = why (it exists, but is not usable)
+        missed,    // text = candidate, detail = why it could not be opened
+        skipped,   // skip = why, object/label/text = what (see Skip)
+        result,    // text = path or object name, source, detail = the name asked for
     };
     Kind kind;
     std::string text;

@@ -11,10 +11,10 @@ namespace ldshim::loader {
 
 enum class Verdict : std::uint8_t {
     accept,
-    skip_class,    // other ELF class: skipped, remembered for "wrong ELF class"
-    skip_machine,  // other e_machine: skipped silently
-    skip_not_suid, // secure-mode preload without the set-user-ID bit
-    fatal,         // the request ends with `message`
+    skip_class,     // other ELF class: skipped, remembered for "wrong ELF class"
+    skip_machine,   // other e_machine: skipped silently
+    skip_not_suid,  // secure-mode preload without the set-user-ID bit
+    fatal,          // the request ends with `message`
 };
 
 struct VerifyResult {
@@ -24,10 +24,10 @@ struct VerifyResult {
 };
 
 struct HostAbi {
-    std::uint8_t elf_class = 2;    // ELFCLASS64
-    std::uint8_t data = 1;         // ELFDATA2LSB
-    std::uint16_t machine = 62;    // EM_X86_64
-    std::uint8_t libc_abi_max = 4; // LIBC_ABI_MAX of glibc 2.36 on x86-64
+    std::uint8_t elf_class = 2;     // ELFCLASS64
+    std::uint8_t data = 1;          // ELFDATA2LSB
+    std::uint16_t machine = 62;     // EM_X86_64
+    std::uint8_t libc_abi_max = 4;  // LIBC_ABI_MAX of glibc 2.36 on x86-64
 };
 
 VerifyResult verify_candidate(const FileImage& image, const HostAbi& host = {});

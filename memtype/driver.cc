@@ -57,9 +57,9 @@ Info classify(Registry& r, std::uintptr_t p, std::size_t length, Rule* rule, boo
         // Not initialised, or not a driver allocation: an error, hence host.
         if (d.attributes(3, attrs, data, p) == kCudaSuccess && mem_type != 0) {
             Type t = is_managed || mem_type == kMemUnified ? Type::cuda_managed
-                     : mem_type == kMemDevice             ? Type::cuda
-                     : mem_type == kMemHost               ? Type::host_pinned
-                                                          : Type::unregistered;
+                     : mem_type == kMemDevice              ? Type::cuda
+                     : mem_type == kMemHost                ? Type::host_pinned
+                                                           : Type::unregistered;
             unsigned long long base = 0;
             std::size_t size = 0;
             if (t != Type::unregistered && d.range(&base, &size, p) == kCudaSuccess && size) {

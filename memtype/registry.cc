@@ -4,8 +4,8 @@
 
 #include "memtype/epoch.h"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -159,9 +159,10 @@ void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
         }
     }
     if (!changed) return;  // removing a gap: nothing to publish
-    if (add) flat.insert(std::upper_bound(flat.begin(), flat.end(), add->base,
-                                          [](std::uintptr_t b, const Flat& f) { return b < f.base; }),
-                         *add);
+    if (add)
+        flat.insert(std::upper_bound(flat.begin(), flat.end(), add->base,
+                                     [](std::uintptr_t b, const Flat& f) { return b < f.base; }),
+                    *add);
     // Absorb a neighbour when the rebuilt run got small.
     if (flat.size() < kChunk / 2) {
         if (cj < nc) {
@@ -182,8 +183,8 @@ void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
     const bool append = add && cj == nc && !flat.empty() && flat.back().base == add->base;
     std::vector<Chunk*> fresh;
     for (std::size_t p = 0, pos = 0; p < pieces; ++p) {
-        std::size_t take_n = append ? std::min(kChunk, flat.size() - pos)
-                                    : flat.size() / pieces + (p < flat.size() % pieces ? 1 : 0);
+        std::size_t take_n =
+            append ? std::min(kChunk, flat.size() - pos) : flat.size() / pieces + (p < flat.size() % pieces ? 1 : 0);
         auto* ch = new Chunk();
         std::fill(std::begin(ch->base), std::end(ch->base), kTop);
         for (std::size_t k = 0; k < take_n; ++k, ++pos) {

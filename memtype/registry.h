@@ -27,8 +27,8 @@ enum class Type : std::uint8_t { unregistered = 0, host = 1, host_pinned = 2, cu
 struct Info {
     Type type = Type::unregistered;
     int device = -1;
-    std::uintptr_t base = 0;  // of the entry, or of the gap for unregistered
-    std::size_t length = 0;   // saturates at SIZE_MAX for a gap reaching the top
+    std::uintptr_t base = 0;       // of the entry, or of the gap for unregistered
+    std::size_t length = 0;        // saturates at SIZE_MAX for a gap reaching the top
     std::uint64_t generation = 0;  // 0 for gaps; new for every insert
 };
 

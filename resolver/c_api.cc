@@ -16,9 +16,9 @@
 //   LDSHIM_DISABLE=1  every call passes through; no hook is written
 //   LDSHIM_DEBUG=1    one line per decision on stderr
 #include "hooks/patcher.h"
+#include "host/libc.h"
 #include "ldshim.h"
 #include "resolver/live_process.h"
-#include "host/libc.h"
 #include "resolver/settings.h"
 
 #include <dlfcn.h>
@@ -32,7 +32,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
 
 namespace ldshim::resolver {
 
@@ -125,8 +124,8 @@ bool ask_model(const void* caller, const char* file, int mode, bool fresh_namesp
 
 // What glibc would do for `file` from `caller`.  False: ldshim has no answer
 // and the call must pass through.
-bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace,
-            const void* next, Resolution& r) noexcept {
+bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace, const void* next,
+            Resolution& r) noexcept {
     if (!file || !g_ready.load(std::memory_order_acquire) || g_settings.disabled) return false;
     if (!ask_model(caller, file, mode, fresh_namespace, g_settings.debug, r)) return false;
     if (g_settings.debug) {
@@ -191,8 +190,7 @@ void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, con
             // with RTLD_NOLOAD fails the same way when glibc, asked from
             // here, finds nothing either -- and loads nothing if it does.
             if (!r.error.empty())
-                if (void* h = open_through(id, file, false, [&] { return next(file, mode | RTLD_NOLOAD); }))
-                    dlclose(h);
+                if (void* h = open_through(id, file, false, [&] { return next(file, mode | RTLD_NOLOAD); })) dlclose(h);
             return nullptr;
         case Resolution::Kind::unresolved: break;
     }
@@ -247,7 +245,8 @@ void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int m
 ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, char* path, size_t size) {
     if (!file || (!path && size)) return LDSHIM_ERR_INVALID_ARGUMENT;
     Resolution r;
-    if (!ask_model(caller, file, mode, false, false, r)) return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
+    if (!ask_model(caller, file, mode, false, false, r))
+        return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
     if (r.kind == Resolution::Kind::unresolved) {
         set_error(r.error);
         return LDSHIM_ERR_SYSTEM;

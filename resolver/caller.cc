@@ -4,8 +4,8 @@
 // a library that interposes dlopen, the real caller is further up the
 // stack, past that library's wrapper.  Calls through an import slot never
 // need this -- ldshim's front hooks know the slot's object exactly.
-#include "host/libc.h"
 #include "hooks/patcher.h"
+#include "host/libc.h"
 #include "ldshim.h"
 #include "resolver/settings.h"
 

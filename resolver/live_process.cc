@@ -1,8 +1,8 @@
 #include "resolver/live_process.h"
 
 #include "host/libc.h"
-#include "host/loader_in_process.h"
 #include "host/loaded_objects.h"
+#include "host/loader_in_process.h"
 #include "resolver/settings.h"
 
 #include <pthread.h>
@@ -27,7 +27,7 @@ namespace {
 struct LiveObject {
     std::string name;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segments;  // PT_LOAD, [lo, hi)
-    std::optional<FactsResult> facts;  // read for objects the model does not know
+    std::optional<FactsResult> facts;                                 // read for objects the model does not know
 };
 
 struct Scan {
@@ -72,7 +72,8 @@ Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
         Visited v{room.text.put_string(name), room.segments.items().size(), 0, host::ScratchText::npos, 0};
         for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
             const ElfW(Phdr)& ph = info.dlpi_phdr[i];
-            if (ph.p_type == PT_LOAD && room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
+            if (ph.p_type == PT_LOAD &&
+                room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
                 ++v.segments;
         }
         if (*name && !std::binary_search(known.begin(), known.end(), std::string_view(name), std::less<>())) {
@@ -192,7 +193,8 @@ void LiveProcess::sync_locked() {
         o.names = {lo.name};
         if (lo.facts && lo.facts->ok) o.facts = lo.facts->facts;
         struct stat st {};
-        if (::stat(lo.name.c_str(), &st) == 0) o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+        if (::stat(lo.name.c_str(), &st) == 0)
+            o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
         o.dlopened = true;
         o.loader = -1;
         engine_->adopt(std::move(o));
@@ -200,7 +202,8 @@ void LiveProcess::sync_locked() {
     // Address ranges of every live object, for finding the caller.
     std::unordered_map<std::string, int> index;
     for (std::size_t i = 0; i < objs.size(); ++i)
-        if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main) index.emplace(objs[i].name, static_cast<int>(i));
+        if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main)
+            index.emplace(objs[i].name, static_cast<int>(i));
     ranges_.clear();
     for (const auto& lo : s.objects) {
         int idx = 0;  // the main program

@@ -7,6 +7,7 @@
 #   ThreadSanitizer           the registry and hooks concurrency tests
 #   ASan+UBSan+LSan           the in-process suites
 #   libFuzzer                 30 s per target (longer: scripts/fuzz.sh 300)
+#   lint                      clang-format, clang-tidy, shellcheck (scripts/lint.sh)
 #   heaptrack loop            python3 under heaptrack with ldshim, 30 runs
 #                             (the deadlock hunt: scripts/heaptrack-loop.sh 300)
 #   normal user               the meson suites again, release build, not root
@@ -30,6 +31,7 @@ check() { # NAME COMMAND...: one whole-script check; 77 means SKIPPED
 }
 
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
+check "Lint: clang-format, clang-tidy, shellcheck" ./scripts/lint.sh
 check "ThreadSanitizer: memtype and hooks concurrency tests" ./scripts/tsan.sh
 check "AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites" ./scripts/asan.sh
 check "libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser" ./scripts/fuzz.sh 30

@@ -5,13 +5,20 @@
 #include <string.h>
 
 static int checks = 0, failures = 0;
-#define CHECK(cond) do { ++checks; if (!(cond)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); ++failures; } } while (0)
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        ++checks;                                                           \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                     \
+        }                                                                   \
+    } while (0)
 
 /* ldshim_status is int-sized and, for C, compatible with int: code written
  * when the status functions were declared as returning int still compiles
  * (with -pedantic-errors) and calls them through an int-returning pointer. */
 typedef char status_is_int_sized[sizeof(ldshim_status) == sizeof(int) ? 1 : -1];
-static int (*const int_query)(const void *, size_t, ldshim_meminfo_t *) = ldshim_memtype_query;
+static int (*const int_query)(const void*, size_t, ldshim_meminfo_t*) = ldshim_memtype_query;
 
 int main(void) {
     CHECK(strcmp(ldshim_strerror(LDSHIM_OK), "success") == 0);

@@ -47,8 +47,8 @@ const std::set<std::string>& installed_library_names() {
             }
             pclose(p);
         }
-        for (const char* dir : {"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu",
-                                "/usr/lib/x86_64-linux-gnu"}) {
+        for (const char* dir :
+             {"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"}) {
             if (DIR* d = opendir(dir)) {
                 while (dirent* e = readdir(d)) n.insert(e->d_name);
                 closedir(d);
@@ -115,8 +115,10 @@ std::string cpu_env() {
 std::string quote(const std::string& s) {
     std::string q = "'";
     for (char c : s) {
-        if (c == '\'') q += "'\\''";
-        else q += c;
+        if (c == '\'')
+            q += "'\\''";
+        else
+            q += c;
     }
     return q + "'";
 }
@@ -148,7 +150,10 @@ bool is_native_dynamic_exe(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     Elf64_Ehdr eh{};
     if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return false;
-    if (std::string_view(reinterpret_cast<char*>(eh.e_ident), 4) != "\x7f" "ELF") return false;
+    if (std::string_view(reinterpret_cast<char*>(eh.e_ident), 4) !=
+        "\x7f"
+        "ELF")
+        return false;
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) return false;
     for (unsigned i = 0; i < eh.e_phnum; ++i) {
         Elf64_Phdr ph{};
@@ -219,7 +224,8 @@ void Tree::lib(const std::string& rel, const LibSpec& spec) {
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
     require_unique_name(slash == std::string::npos ? rel : rel.substr(slash + 1));
     require_unique_name(spec.soname);
-    std::string src = !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
+    std::string src =
+        !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
     std::string cmd = "cc -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
     if (!spec.soname.empty()) cmd += " -Wl,-soname," + quote(spec.soname);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags);
@@ -230,15 +236,16 @@ void Tree::lib(const std::string& rel, const LibSpec& spec) {
 void Tree::lib32(const std::string& rel) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
-    std::string cmd = "cc -m32 -shared -nostdlib -fPIC -o " + quote(abs(rel)) + " " +
-                      quote(std::string(FIXTURE_DIR) + "/lib.c");
+    std::string cmd =
+        "cc -m32 -shared -nostdlib -fPIC -o " + quote(abs(rel)) + " " + quote(std::string(FIXTURE_DIR) + "/lib.c");
     must(sh(cmd), cmd);
 }
 
 void Tree::exe(const std::string& rel, const ExeSpec& spec) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
-    std::string src = !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
+    std::string src =
+        !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
     std::string cmd = "cc -O0 -o " + quote(abs(rel)) + " " + quote(src);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags) + " -ldl";
     must(sh(cmd), cmd);
@@ -336,7 +343,7 @@ void Tree::overwrite(const std::string& rel, std::uint64_t offset, const void* b
 }
 
 Capture Tree::real(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
-               const std::string& prefix) const {
+                   const std::string& prefix) const {
     std::string out = abs(".out/real");
     sh("rm -f " + quote(out) + ".*");
     std::string cmd = "cd " + quote(root_) + " && " + prefix + " env -i PATH=/usr/bin:/bin" + cpu_env() +
@@ -365,7 +372,7 @@ Capture Tree::real(const std::string& prog, const std::vector<std::string>& ops,
 }
 
 Capture Tree::emulated(const std::string& prog, const std::vector<std::string>& ops, const Env& env,
-                   const std::vector<std::string>& extra_args) const {
+                       const std::vector<std::string>& extra_args) const {
     std::string out = abs(".out/emu");
     std::string cmd = "cd " + quote(root_) + " && env -i PATH=/usr/bin:/bin" + cpu_env();
     // CPU-view variables reach ldsearch's own environment: it asks ld.so.
@@ -373,8 +380,7 @@ Capture Tree::emulated(const std::string& prog, const std::vector<std::string>& 
         if (k == "GLIBC_TUNABLES" || k == "LD_HWCAP_MASK") cmd += " " + quote(k + "=" + v);
     cmd += " " + quote(LDSEARCH_PATH);
     for (const auto& [k, v] : env) {
-        if (k == "LD_LIBRARY_PATH" || k == "LD_PRELOAD" || k == "LD_ORIGIN_PATH")
-            cmd += " --env " + quote(k + "=" + v);
+        if (k == "LD_LIBRARY_PATH" || k == "LD_PRELOAD" || k == "LD_ORIGIN_PATH") cmd += " --env " + quote(k + "=" + v);
     }
     for (const auto& a : extra_args) cmd += " " + quote(a);
     for (const auto& o : ops) {

@@ -57,7 +57,7 @@ public:
     void mkdir(const std::string& rel);
     void symlink(const std::string& target, const std::string& rel);
     void set_flags1(const std::string& rel, unsigned long long bits);  // OR into DT_FLAGS_1
-    void set_machine(const std::string& rel, unsigned machine);         // rewrite e_machine
+    void set_machine(const std::string& rel, unsigned machine);        // rewrite e_machine
     // Change the tag of the first dynamic entry tagged `from` (e.g. turn a
     // DT_SONAME string into a DT_RUNPATH one, to get both RPATH and RUNPATH).
     void retag(const std::string& rel, long long from, long long to);
@@ -73,10 +73,10 @@ public:
     // The real loader: `cd root && env -i VARS LD_DEBUG=libs PROG OPS...`.
     // `prefix` is a command put before env (setpriv, unshare ...).
     Capture real(const std::string& prog, const std::vector<std::string>& ops, const Env& env = {},
-             const std::string& prefix = "") const;
+                 const std::string& prefix = "") const;
     // ldsearch on the same program, with the same ops and environment.
     Capture emulated(const std::string& prog, const std::vector<std::string>& ops, const Env& env = {},
-                 const std::vector<std::string>& extra_args = {}) const;
+                     const std::vector<std::string>& extra_args = {}) const;
 
 private:
     std::string root_;

@@ -28,9 +28,9 @@ Capture compare(const Tree& t, const std::string& prog, const Expect& x = {}) {
     EXPECT_EQ(real.errors, emu.errors) << unified_diff(real.errors, emu.errors, "loader stderr", "ldsearch stderr");
     // ldsearch fails (exit 1) exactly when startup or a dlopen failed; a failed
     // preload is only a warning.
-    bool real_failed = real.status != 0 || std::any_of(real.errors.begin(), real.errors.end(), [](const std::string& e) {
-                           return !e.starts_with("ERROR: ld.so: object");
-                       });
+    bool real_failed =
+        real.status != 0 || std::any_of(real.errors.begin(), real.errors.end(),
+                                        [](const std::string& e) { return !e.starts_with("ERROR: ld.so: object"); });
     EXPECT_EQ(real_failed, emu.status != 0) << "real exit " << real.status << ", ldsearch exit " << emu.status;
     return real;
 }
@@ -79,9 +79,11 @@ TEST(Differential, pooled_labels_rpath_and_env_duplicates) {
     t.mkdir("common");
     t.mkdir("x");
     t.lib("b/libX.so", so("libX.so"));
-    t.lib("m/libB.so", {.soname = "libB.so", .needs = {"b/libX.so"}, .rpath = "$ORIGIN/../common:$ORIGIN/../b:$ORIGIN/../common"});
+    t.lib("m/libB.so",
+          {.soname = "libB.so", .needs = {"b/libX.so"}, .rpath = "$ORIGIN/../common:$ORIGIN/../b:$ORIGIN/../common"});
     t.exe("main", {.needs = {"m/libB.so"}, .rpath = t.abs("common") + ":" + t.abs("m"), .driver = false});
-    Capture r = compare(t, "./main", {.env = {{"LD_LIBRARY_PATH", t.abs("x") + ":" + t.abs("common") + ":" + t.abs("x")}}});
+    Capture r =
+        compare(t, "./main", {.env = {{"LD_LIBRARY_PATH", t.abs("x") + ":" + t.abs("common") + ":" + t.abs("x")}}});
     EXPECT_TRUE(any_line(r.search, "(LD_LIBRARY_PATH)"));
 }
 
@@ -109,7 +111,8 @@ TEST(Differential, ld_library_path_empty_elements_are_cwd) {
     t.mkdir("a");
     t.mkdir("b");
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libnothere.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("a") + "::" + t.abs("b") + ":"}}});
+    Capture r = compare(
+        t, "./dlo", {.ops = {"o:libnothere.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("a") + "::" + t.abs("b") + ":"}}});
     EXPECT_TRUE(any_line(r.search, "  trying file=libnothere.so"));
 }
 
@@ -118,7 +121,8 @@ TEST(Differential, ld_library_path_semicolon_separates) {
     t.lib("b/libS.so", so());
     t.mkdir("a");
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libS.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("a") + ";" + t.abs("b")}}});
+    Capture r =
+        compare(t, "./dlo", {.ops = {"o:libS.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("a") + ";" + t.abs("b")}}});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("b") + "/libS.so");
 }
@@ -127,8 +131,9 @@ TEST(Differential, ld_library_path_trailing_slashes_collapse) {
     Tree t;
     t.mkdir("a");
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libnothere.so"},
-                                 .env = {{"LD_LIBRARY_PATH", t.abs("a") + "/:" + t.abs("a") + "//:" + t.abs(".") + "/a"}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libnothere.so"},
+                         .env = {{"LD_LIBRARY_PATH", t.abs("a") + "/:" + t.abs("a") + "//:" + t.abs(".") + "/a"}}});
     EXPECT_TRUE(any_line(r.search, "/./a"));
 }
 
@@ -166,8 +171,9 @@ TEST(Differential, nodeflib_executable_with_system_dir_in_env) {
     Tree t;
     t.exe("dlo", {.flags = {"-pie", "-fPIE"}});
     t.set_flags1("dlo", 0x800);
-    Capture r = compare(t, "./dlo", {.ops = {"o:libz.so.1", "o:libnothere.so"},
-                                 .env = {{"LD_LIBRARY_PATH", "/tmp:/lib/x86_64-linux-gnu/"}}});
+    Capture r = compare(
+        t, "./dlo",
+        {.ops = {"o:libz.so.1", "o:libnothere.so"}, .env = {{"LD_LIBRARY_PATH", "/tmp:/lib/x86_64-linux-gnu/"}}});
     EXPECT_TRUE(any_line(r.search, "(system search path)"));
 }
 
@@ -186,8 +192,9 @@ TEST(Differential, rtld_noload_searches_but_loads_nothing) {
     t.lib("rp/libA.so", so("libA.so.1"));
     t.symlink("libA.so", "rp/libA.so.1");
     t.exe("dlo", {.rpath = t.abs("rp")});
-    Capture r = compare(t, "./dlo", {.ops = {"n:libA.so", "n:libA.so.1", "o:" + t.abs("rp/libA.so"), "n:libA.so.1",
-                                         "n:libA.so", "n:" + t.abs("rp/../rp/libA.so"), "o:libA.so.1"}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"n:libA.so", "n:libA.so.1", "o:" + t.abs("rp/libA.so"), "n:libA.so.1", "n:libA.so",
+                                 "n:" + t.abs("rp/../rp/libA.so"), "o:libA.so.1"}});
     EXPECT_EQ(r.results[0], "(not loaded)");
 }
 
@@ -214,8 +221,9 @@ TEST(Differential, dst_in_dlopen_names) {
     t.lib("sub/libO.so", so());
     t.lib("rp/libx86_64.so", so());
     t.exe("dlo", {.rpath = t.abs("rp")});
-    Capture r = compare(t, "./dlo", {.ops = {"o:lib$PLATFORM.so", "o:$ORIGIN/sub/libO.so", "o:${ORIGIN}/rp/lib$PLATFORM.so",
-                                         "o:$LIB/nothere.so", "z:"}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:lib$PLATFORM.so", "o:$ORIGIN/sub/libO.so", "o:${ORIGIN}/rp/lib$PLATFORM.so",
+                                 "o:$LIB/nothere.so", "z:"}});
     EXPECT_TRUE(any_line(r.results, "/rp/libx86_64.so"));
 }
 
@@ -232,7 +240,8 @@ TEST(Differential, wrong_class_skipped_then_found) {
     t.lib32("d32/libW.so");
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("d32") + ":" + t.abs("dgood")}}});
+    Capture r =
+        compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("d32") + ":" + t.abs("dgood")}}});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("dgood") + "/libW.so");
 }
@@ -251,26 +260,32 @@ TEST(Differential, foreign_machine_skipped_silently) {
     t.set_machine("dmach/libW.so", 183);  // EM_AARCH64
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dmach") + ":" + t.abs("dgood")}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dmach") + ":" + t.abs("dgood")}}});
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("dgood") + "/libW.so");
 }
 
 TEST(Differential, not_elf_candidate_is_fatal) {
     Tree t;
-    t.write("dnotelf/libW.so", "/* GNU ld script */\nGROUP ( /lib/x86_64-linux-gnu/libc.so.6 )\n" + std::string(64, ' '));
+    t.write("dnotelf/libW.so",
+            "/* GNU ld script */\nGROUP ( /lib/x86_64-linux-gnu/libc.so.6 )\n" + std::string(64, ' '));
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dnotelf") + ":" + t.abs("dgood")}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dnotelf") + ":" + t.abs("dgood")}}});
     EXPECT_TRUE(any_line(r.errors, "invalid ELF header"));
 }
 
 TEST(Differential, short_candidate_is_fatal) {
     Tree t;
-    t.write("dshort/libW.so", "\x7f" "ELF");
+    t.write("dshort/libW.so",
+            "\x7f"
+            "ELF");
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dshort") + ":" + t.abs("dgood")}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("dshort") + ":" + t.abs("dgood")}}});
     EXPECT_TRUE(any_line(r.errors, "file too short"));
 }
 
@@ -279,7 +294,8 @@ TEST(Differential, directory_named_like_library_is_fatal) {
     t.mkdir("ddir/libW.so");
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("ddir") + ":" + t.abs("dgood")}}});
+    Capture r =
+        compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("ddir") + ":" + t.abs("dgood")}}});
     EXPECT_TRUE(any_line(r.errors, "cannot read file data: Is a directory"));
 }
 
@@ -297,7 +313,8 @@ TEST(Differential, absolute_file_in_path_is_pruned) {
     t.write("afile", "not a directory");
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("afile") + ":" + t.abs("dgood")}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", t.abs("afile") + ":" + t.abs("dgood")}}});
     ASSERT_EQ(r.results.size(), 1u);
 }
 
@@ -359,8 +376,8 @@ TEST(Differential, system_dir_in_rpath_keeps_system_label) {
 TEST(Differential, all_missing_rpath_dropped_env_kept_root_pruned) {
     Tree t;
     t.exe("dlo", {.rpath = "/nonexist1:/nonexist2"});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libnothere.so", "o:libnothere2.so"},
-                                 .env = {{"LD_LIBRARY_PATH", "/nonexist3:/"}}});
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libnothere.so", "o:libnothere2.so"}, .env = {{"LD_LIBRARY_PATH", "/nonexist3:/"}}});
     EXPECT_TRUE(any_line(r.search, " search path=\t\t(LD_LIBRARY_PATH)"));
 }
 
@@ -388,7 +405,8 @@ TEST(Differential, same_file_under_another_path_is_not_reloaded) {
     t.lib("rp/libA.so", so());
     t.symlink("rp", "alias");
     t.exe("dlo", {.rpath = t.abs("rp")});
-    Capture r = compare(t, "./dlo", {.ops = {"o:libA.so", "o:" + t.abs("alias/libA.so"), "o:" + t.abs("rp/../rp/libA.so")}});
+    Capture r =
+        compare(t, "./dlo", {.ops = {"o:libA.so", "o:" + t.abs("alias/libA.so"), "o:" + t.abs("rp/../rp/libA.so")}});
     ASSERT_EQ(r.results.size(), 3u);
     EXPECT_EQ(r.results[1], r.results[0]);
 }
@@ -399,7 +417,9 @@ TEST(Differential, runpath_wins_over_rpath_in_same_object) {
     t.lib("rundir/libP.so", so("libP.so"));
     // Both tags in one executable (a DT_SONAME string retagged as DT_RUNPATH):
     // the loader deletes DT_RPATH.
-    t.exe("both", {.needs = {"rpdir/libP.so"}, .rpath = t.abs("rpdir"), .driver = false,
+    t.exe("both", {.needs = {"rpdir/libP.so"},
+                   .rpath = t.abs("rpdir"),
+                   .driver = false,
                    .flags = {"-Wl,-soname," + t.abs("rundir")}});
     t.retag("both", 14 /* DT_SONAME */, 29 /* DT_RUNPATH */);
     Capture r = compare(t, "./both");
@@ -503,8 +523,8 @@ TEST(Differential, ld_library_path_from_plain_environment) {
     t.lib("env/libE.so", so());
     t.exe("dlo", {});
     Capture real = t.real("./dlo", {"o:libE.so"}, {{"LD_LIBRARY_PATH", t.abs("env")}});
-    ASSERT_EQ(sh("cd " + quote(t.root()) + " && env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=" + quote(t.abs("env")) + " " +
-                 quote(LDSEARCH_PATH) + " --dlopen libE.so ./dlo > .out/plain 2>&1"),
+    ASSERT_EQ(sh("cd " + quote(t.root()) + " && env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=" + quote(t.abs("env")) +
+                 " " + quote(LDSEARCH_PATH) + " --dlopen libE.so ./dlo > .out/plain 2>&1"),
               0);
     auto lines = read_lines(t.abs(".out/plain"));
     std::vector<std::string> search;
@@ -525,11 +545,15 @@ TEST(Differential, private_cache_hwcaps_entry_and_duplicates) {
     t.lib("dA/libD.so.1", so("libD.so.1"));
     t.lib("dB/libD.so.1", so("libD.so.1"));
     t.write("ld.so.conf", t.abs("dA") + "\n" + t.abs("dB") + "\n");
-    ASSERT_EQ(sh("/sbin/ldconfig -X -C " + quote(t.abs("cache")) + " -f " + quote(t.abs("ld.so.conf")) + " 2>/dev/null"), 0);
+    ASSERT_EQ(
+        sh("/sbin/ldconfig -X -C " + quote(t.abs("cache")) + " -f " + quote(t.abs("ld.so.conf")) + " 2>/dev/null"), 0);
     t.exe("dlo", {});
-    std::string bind = "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(t.abs("cache"));
-    Capture r = compare(t, "./dlo", {.ops = {"o:libC.so.1", "o:libfoo.so.9", "o:libfoo.so.10", "o:libD.so.1", "o:libc.so.6"},
-                                     .extra = {"--cache", t.abs("cache")}, .prefix = bind});
+    std::string bind =
+        "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(t.abs("cache"));
+    Capture r = compare(t, "./dlo",
+                        {.ops = {"o:libC.so.1", "o:libfoo.so.9", "o:libfoo.so.10", "o:libD.so.1", "o:libc.so.6"},
+                         .extra = {"--cache", t.abs("cache")},
+                         .prefix = bind});
     ASSERT_EQ(r.results.size(), 5u);  // libc.so.6 is already loaded: no search
     EXPECT_NE(r.results[0].find("glibc-hwcaps"), std::string::npos);
     EXPECT_EQ(r.results[3], t.abs("dA") + "/libD.so.1");

@@ -8,9 +8,7 @@
 
 #include <gtest/gtest.h>
 
-
 using namespace ldshim::difftest;
-
 
 TEST(SystemPrograms, every_usr_bin_program_matches_the_loader) {
     Tree t;  // scratch space for the captures
@@ -26,8 +24,10 @@ TEST(SystemPrograms, every_usr_bin_program_matches_the_loader) {
         struct stat st {};
         stat(p.c_str(), &st);
         std::string prefix;
-        if ((st.st_mode & S_ISGID) && st.st_gid != getgid()) prefix = "setpriv --regid=" + std::to_string(st.st_gid) + " --clear-groups";
-        if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) prefix = "setpriv --reuid=" + std::to_string(st.st_uid) + " --clear-groups";
+        if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+            prefix = "setpriv --regid=" + std::to_string(st.st_gid) + " --clear-groups";
+        if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+            prefix = "setpriv --reuid=" + std::to_string(st.st_uid) + " --clear-groups";
         // Only root can take another identity; anyone else would see a
         // secure-mode program that prints nothing.
         if (!prefix.empty() && geteuid() != 0) {
@@ -47,8 +47,8 @@ TEST(SystemPrograms, every_usr_bin_program_matches_the_loader) {
                 ADD_FAILURE() << p << ":\n" << unified_diff(real.search, mine, "LD_DEBUG=libs " + p, "ldsearch " + p);
         }
     }
-    std::printf("[ SYSTEM   ] %zu programs in /usr/bin, %zu identical, %zu different, %zu skipped\n",
-                programs.size(), same, failures.size(), skipped.size());
+    std::printf("[ SYSTEM   ] %zu programs in /usr/bin, %zu identical, %zu different, %zu skipped\n", programs.size(),
+                same, failures.size(), skipped.size());
     if (!skipped.empty())
         std::printf("[ SKIPPED  ] %zu set-id programs (%s ...): running them non-secure needs root\n", skipped.size(),
                     skipped.front().c_str());

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <set>
 #include <unistd.h>
+#include <set>
 #include <sstream>
 
 using namespace ldshim::difftest;
@@ -37,12 +37,15 @@ Resolved real_resolved(const std::string& dir, const std::string& prog, const st
     sh("cd " + quote(dir) + " && env LD_TRACE_LOADED_OBJECTS=1 " + quote(prog) + " > " + quote(out) + " 2>/dev/null");
     Resolved r;
     for (const auto& line : read_lines(out)) {
-        std::string l = line.substr(line.find_first_not_of(" \t") == std::string::npos ? 0 : line.find_first_not_of(" \t"));
+        std::string l =
+            line.substr(line.find_first_not_of(" \t") == std::string::npos ? 0 : line.find_first_not_of(" \t"));
         auto arrow = l.find(" => ");
         if (arrow != std::string::npos) {
             std::string rest = l.substr(arrow + 4);
-            if (rest == "not found") r.missing.insert(l.substr(0, arrow));
-            else r.paths.insert(rest.substr(0, rest.find(" (0x")));
+            if (rest == "not found")
+                r.missing.insert(l.substr(0, arrow));
+            else
+                r.paths.insert(rest.substr(0, rest.find(" (0x")));
         } else if (!l.empty() && l[0] == '/') {
             r.paths.insert(l.substr(0, l.find(" (0x")));
         }
@@ -52,8 +55,10 @@ Resolved real_resolved(const std::string& dir, const std::string& prog, const st
 
 void collect(const json& n, Resolved& r, bool root) {
     if (!root) {
-        if (n["how"] == "not_found") r.missing.insert(n["name"].get<std::string>());
-        else if (!n["path"].is_null()) r.paths.insert(n["path"].get<std::string>());
+        if (n["how"] == "not_found")
+            r.missing.insert(n["name"].get<std::string>());
+        else if (!n["path"].is_null())
+            r.paths.insert(n["path"].get<std::string>());
     }
     for (const auto& c : n["children"]) collect(c, r, false);
 }
@@ -64,7 +69,8 @@ std::string schema_problem(const std::string& doc_path) {
     // Debian's python3 (scripts/setup.sh installs python3-jsonschema for it),
     // whatever else PATH offers first.
     std::string py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    int rc = sh(py + " -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+    int rc = sh(py +
+                " -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
                 "json.load(open(sys.argv[2])))' " +
                 quote(doc_path) + " " + quote(kSchema) + " > " + quote(out) + " 2>&1");
     return rc == 0 ? "" : read_file(out);
@@ -201,7 +207,8 @@ TEST(Tree, json_of_every_mode_follows_the_schema) {
         std::string args = c.args;
         std::string doc = t.abs("doc" + std::to_string(k++) + ".json");
         bool tree_mode = args.rfind("tree ", 0) == 0;
-        std::string cmd = "cd " + quote(t.root()) + " && " + ld + (tree_mode ? " tree --json " + args.substr(5) : " --json " + args);
+        std::string cmd =
+            "cd " + quote(t.root()) + " && " + ld + (tree_mode ? " tree --json " + args.substr(5) : " --json " + args);
         EXPECT_EQ(sh(cmd + " > " + quote(doc) + " 2>/dev/null"), c.status) << args;
         EXPECT_EQ(schema_problem(doc), "") << args << "\n" << read_file(doc);
         json j = json::parse(read_file(doc), nullptr, false);
@@ -216,7 +223,6 @@ TEST(Tree, json_of_every_mode_follows_the_schema) {
         for (const auto& l : s["lines"]) lines += l.get<std::string>() + "\n";
     EXPECT_EQ(lines, read_file(t.abs("text.out")));
 }
-
 
 TEST(Tree, every_usr_bin_program_resolves_the_files_the_loader_maps) {
     Tree t;
@@ -234,7 +240,8 @@ TEST(Tree, every_usr_bin_program_resolves_the_files_the_loader_maps) {
         Resolved mine = tree_resolved(run);
         Resolved real = real_resolved("/", p, t.root());
         real.paths.erase("linux-vdso.so.1");
-        if (mine == real) ++same;
+        if (mine == real)
+            ++same;
         else if (diffs.size() < 5) {
             std::ostringstream os;
             os << p << "\n tree:\n" << mine << " loader:\n" << real;
@@ -342,7 +349,8 @@ TEST(Why, a_name_with_a_slash_is_not_searched) {
     EXPECT_EQ(w.status, 0) << w.text;
     EXPECT_TRUE(says(w, "./d/libS.so", "contains a slash")) << w.text;
     EXPECT_EQ(sh(quote(kLdsearch) + " why > /dev/null 2>&1"), 2) << "NAME and PROGRAM are required";
-    EXPECT_EQ(sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why --dlopen x libS.so ./main > /dev/null 2>&1"), 2);
+    EXPECT_EQ(
+        sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why --dlopen x libS.so ./main > /dev/null 2>&1"), 2);
 }
 
 // Modelling another machine: --hwcaps, --platform, --lib.
@@ -364,10 +372,12 @@ TEST(Machine, lib_and_platform_options_change_the_tokens) {
     Tree t;
     t.lib("lib64/libL.so", so("libL.so"));
     t.lib("myplat/libP.so", so("libP.so"));
-    t.exe("main", {.needs = {"lib64/libL.so", "myplat/libP.so"}, .rpath = "$ORIGIN/$LIB:$ORIGIN/$PLATFORM", .driver = false});
+    t.exe("main",
+          {.needs = {"lib64/libL.so", "myplat/libP.so"}, .rpath = "$ORIGIN/$LIB:$ORIGIN/$PLATFORM", .driver = false});
     std::string base = "cd " + quote(t.root()) + " && " + quote(kLdsearch) + " tree ";
     EXPECT_EQ(sh(base + "./main > default.out 2>&1"), 1) << "the running loader's $LIB and $PLATFORM miss both";
-    EXPECT_EQ(sh(base + "--lib lib64 --platform myplat ./main > modelled.out 2>&1"), 0) << read_file(t.abs("modelled.out"));
+    EXPECT_EQ(sh(base + "--lib lib64 --platform myplat ./main > modelled.out 2>&1"), 0)
+        << read_file(t.abs("modelled.out"));
     std::string out = read_file(t.abs("modelled.out"));
     EXPECT_NE(out.find("libL.so => " + t.abs("lib64") + "/libL.so [RPATH of the program]"), std::string::npos) << out;
     EXPECT_NE(out.find("libP.so => " + t.abs("myplat") + "/libP.so [RPATH of the program]"), std::string::npos) << out;
@@ -378,11 +388,12 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: chroot(2) needs root";
     Tree t;
     std::string R = t.abs("root");
-    for (const char* d : {"root/lib64", "root/lib/x86_64-linux-gnu", "root/usr/bin", "root/usr/lib/app", "root/opt/cached",
-                          "root/opt/linked", "root/etc", "root/var/cache/ldconfig", "root/tmp", "root/proc"})
+    for (const char* d :
+         {"root/lib64", "root/lib/x86_64-linux-gnu", "root/usr/bin", "root/usr/lib/app", "root/opt/cached",
+          "root/opt/linked", "root/etc", "root/var/cache/ldconfig", "root/tmp", "root/proc"})
         t.mkdir(d);
-    ASSERT_EQ(sh("cp -L /lib64/ld-linux-x86-64.so.2 " + quote(R + "/lib64/") + " && cp -L /lib/x86_64-linux-gnu/libc.so.6 " +
-                 quote(R + "/lib/x86_64-linux-gnu/")),
+    ASSERT_EQ(sh("cp -L /lib64/ld-linux-x86-64.so.2 " + quote(R + "/lib64/") +
+                 " && cp -L /lib/x86_64-linux-gnu/libc.so.6 " + quote(R + "/lib/x86_64-linux-gnu/")),
               0);
     t.lib("root/opt/cached/libB.so", so("libB.so"));
     t.lib("root/usr/lib/app/libA.so", {.soname = "libA.so", .needs = {"root/opt/cached/libB.so"}});
@@ -461,7 +472,8 @@ TEST(Diff, a_dlopen_through_an_interposer_is_replayed_from_the_caller_the_loader
     DiffRun plain = diff_run(t, "--diff -- ./bin/prog l:libopenlibm.so");
     EXPECT_EQ(plain.status, 0) << plain.out;
     EXPECT_NE(plain.out.find("RESULT " + t.abs("bin/../lib/julia/libopenlibm.so")), std::string::npos)
-        << "the program's own output is untouched\n" << plain.out;
+        << "the program's own output is untouched\n"
+        << plain.out;
 }
 
 TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
@@ -481,8 +493,8 @@ TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
     DiffRun r = diff_run(t, "--replay " + dir + "/ld.*");
     EXPECT_EQ(r.status, 0) << r.out;
     t.mkdir("other");
-    sh("cd " + quote(t.root()) + " && LD_LIBRARY_PATH=" + quote(t.abs("other")) + " " + quote(kLdsearch) + " --replay " +
-       dir + "/ld.* > changed.out 2>&1; echo $? >> changed.out");
+    sh("cd " + quote(t.root()) + " && LD_LIBRARY_PATH=" + quote(t.abs("other")) + " " + quote(kLdsearch) +
+       " --replay " + dir + "/ld.* > changed.out 2>&1; echo $? >> changed.out");
     std::string changed = read_file(t.abs("changed.out"));
     EXPECT_NE(changed.find("--- loader: process "), std::string::npos) << changed;
     EXPECT_NE(changed.find("+++ ldsearch"), std::string::npos) << changed;
@@ -504,7 +516,9 @@ TEST(Diff, a_corrupted_capture_is_a_clear_error) {
     Tree t;
     t.write("bad.1", "     123:\tfind library=libx.so [0]; searching\nthis is not a loader line\n");
     t.write("bad.2", "     123:\t  trying file=/x/libx.so\n");
-    t.write("bad.3", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0", 11));
+    t.write("bad.3", std::string("\x7f"
+                                 "ELF\x02\x01\x01\0\0\0\0",
+                                 11));
     for (const char* f : {"bad.1", "bad.2", "bad.3"}) {
         DiffRun d = diff_run(t, std::string("--replay ") + f);
         EXPECT_EQ(d.status, 3) << f << "\n" << d.out;

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A few keys of the file itself (all of them would make each run
     // quadratic in the size of a real cache).
     auto entries = c.entries();
-    for (std::size_t i = 0; i < entries.size(); i += 1 + entries.size() / 8) (void)c.lookup(entries[i].key.c_str(), cfg);
+    for (std::size_t i = 0; i < entries.size(); i += 1 + entries.size() / 8)
+        (void)c.lookup(entries[i].key.c_str(), cfg);
     for (const char* n : {"libc.so.6", "libz.so.1", "", "lib"}) (void)c.lookup(n, cfg);
     return 0;
 }

@@ -16,14 +16,39 @@
 #include <time.h>
 
 #define MAX 64
-static struct { void *p; size_t n; const char *what; ldshim_memtype_t want; } g[MAX];
+static struct {
+    void* p;
+    size_t n;
+    const char* what;
+    ldshim_memtype_t want;
+} g[MAX];
 static int ng, failures;
 
-static void add(void *p, size_t n, const char *what, ldshim_memtype_t want) {
-    if (ng < MAX) { g[ng].p = p; g[ng].n = n; g[ng].what = what; g[ng].want = want; ng++; }
+static void add(void* p, size_t n, const char* what, ldshim_memtype_t want) {
+    if (ng < MAX) {
+        g[ng].p = p;
+        g[ng].n = n;
+        g[ng].what = what;
+        g[ng].want = want;
+        ng++;
+    }
 }
-#define OK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { printf("FAIL %s: %s\n", #call, cudaGetErrorString(e_)); failures++; } } while (0)
-#define DOK(call) do { CUresult e_ = (call); if (e_ != CUDA_SUCCESS) { printf("FAIL %s: %d\n", #call, (int)e_); failures++; } } while (0)
+#define OK(call)                                                    \
+    do {                                                            \
+        cudaError_t e_ = (call);                                    \
+        if (e_ != cudaSuccess) {                                    \
+            printf("FAIL %s: %s\n", #call, cudaGetErrorString(e_)); \
+            failures++;                                             \
+        }                                                           \
+    } while (0)
+#define DOK(call)                                    \
+    do {                                             \
+        CUresult e_ = (call);                        \
+        if (e_ != CUDA_SUCCESS) {                    \
+            printf("FAIL %s: %d\n", #call, (int)e_); \
+            failures++;                              \
+        }                                            \
+    } while (0)
 
 static double now_ns(void) {
     struct timespec t;
@@ -32,9 +57,12 @@ static double now_ns(void) {
 }
 
 /* What cudaPointerGetAttributes says, in registry terms. */
-static ldshim_memtype_t cuda_says(const void *p, int *device) {
+static ldshim_memtype_t cuda_says(const void* p, int* device) {
     struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { cudaGetLastError(); return LDSHIM_MEM_UNREGISTERED; }
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return LDSHIM_MEM_UNREGISTERED;
+    }
     *device = a.device;
     switch (a.type) {
         case cudaMemoryTypeDevice: return LDSHIM_MEM_CUDA;
@@ -51,34 +79,50 @@ int main(void) {
         return 77;
     }
     int rc = ldshim_hooks_install(LDSHIM_HOOK_CUDA);
-    if (rc != LDSHIM_OK) { printf("FAIL install: %s\n", ldshim_strerror(rc)); return 1; }
+    if (rc != LDSHIM_OK) {
+        printf("FAIL install: %s\n", ldshim_strerror(rc));
+        return 1;
+    }
     printf("paths %#x\n", ldshim_hooks_active());
-    void *p;
+    void* p;
     size_t pitch;
-    OK(cudaMalloc(&p, 1 << 20)); add(p, 1 << 20, "cudaMalloc", LDSHIM_MEM_CUDA);
-    OK(cudaMallocManaged(&p, 1 << 20, cudaMemAttachGlobal)); add(p, 1 << 20, "cudaMallocManaged", LDSHIM_MEM_CUDA_MANAGED);
-    OK(cudaMallocHost(&p, 1 << 16)); add(p, 1 << 16, "cudaMallocHost", LDSHIM_MEM_HOST_PINNED);
-    OK(cudaHostAlloc(&p, 1 << 16, cudaHostAllocDefault)); add(p, 1 << 16, "cudaHostAlloc", LDSHIM_MEM_HOST_PINNED);
-    void *reg = aligned_alloc(4096, 1 << 16);
-    OK(cudaHostRegister(reg, 1 << 16, cudaHostRegisterDefault)); add(reg, 1 << 16, "cudaHostRegister", LDSHIM_MEM_HOST_PINNED);
-    OK(cudaMallocPitch(&p, &pitch, 1000, 10)); add(p, pitch * 10, "cudaMallocPitch", LDSHIM_MEM_CUDA);
+    OK(cudaMalloc(&p, 1 << 20));
+    add(p, 1 << 20, "cudaMalloc", LDSHIM_MEM_CUDA);
+    OK(cudaMallocManaged(&p, 1 << 20, cudaMemAttachGlobal));
+    add(p, 1 << 20, "cudaMallocManaged", LDSHIM_MEM_CUDA_MANAGED);
+    OK(cudaMallocHost(&p, 1 << 16));
+    add(p, 1 << 16, "cudaMallocHost", LDSHIM_MEM_HOST_PINNED);
+    OK(cudaHostAlloc(&p, 1 << 16, cudaHostAllocDefault));
+    add(p, 1 << 16, "cudaHostAlloc", LDSHIM_MEM_HOST_PINNED);
+    void* reg = aligned_alloc(4096, 1 << 16);
+    OK(cudaHostRegister(reg, 1 << 16, cudaHostRegisterDefault));
+    add(reg, 1 << 16, "cudaHostRegister", LDSHIM_MEM_HOST_PINNED);
+    OK(cudaMallocPitch(&p, &pitch, 1000, 10));
+    add(p, pitch * 10, "cudaMallocPitch", LDSHIM_MEM_CUDA);
     struct cudaPitchedPtr pp;
     struct cudaExtent ext = {100, 4, 4};
-    OK(cudaMalloc3D(&pp, ext)); add(pp.ptr, pp.pitch * 16, "cudaMalloc3D", LDSHIM_MEM_CUDA);
+    OK(cudaMalloc3D(&pp, ext));
+    add(pp.ptr, pp.pitch * 16, "cudaMalloc3D", LDSHIM_MEM_CUDA);
     cudaStream_t s;
     OK(cudaStreamCreate(&s));
-    OK(cudaMallocAsync(&p, 1 << 20, s)); add(p, 1 << 20, "cudaMallocAsync", LDSHIM_MEM_CUDA);
+    OK(cudaMallocAsync(&p, 1 << 20, s));
+    add(p, 1 << 20, "cudaMallocAsync", LDSHIM_MEM_CUDA);
     cudaMemPool_t pool;
     OK(cudaDeviceGetDefaultMemPool(&pool, 0));
-    OK(cudaMallocFromPoolAsync(&p, 1 << 20, pool, s)); add(p, 1 << 20, "cudaMallocFromPoolAsync", LDSHIM_MEM_CUDA);
+    OK(cudaMallocFromPoolAsync(&p, 1 << 20, pool, s));
+    add(p, 1 << 20, "cudaMallocFromPoolAsync", LDSHIM_MEM_CUDA);
     OK(cudaStreamSynchronize(s));
     /* The driver, reached the way a statically linked cudart reaches it. */
-    CUresult (*mem_alloc)(CUdeviceptr *, size_t) = NULL;
+    CUresult (*mem_alloc)(CUdeviceptr*, size_t) = NULL;
     enum cudaDriverEntryPointQueryResult q;
-    OK(cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&mem_alloc, 13000, cudaEnableDefault, &q));
+    OK(cudaGetDriverEntryPointByVersion("cuMemAlloc", (void**)&mem_alloc, 13000, cudaEnableDefault, &q));
     CUdeviceptr d = 0;
-    if (mem_alloc) { DOK(mem_alloc(&d, 1 << 20)); add((void *)d, 1 << 20, "cuMemAlloc via entry point", LDSHIM_MEM_CUDA); }
-    DOK(cuMemAllocManaged(&d, 1 << 20, CU_MEM_ATTACH_GLOBAL)); add((void *)d, 1 << 20, "cuMemAllocManaged", LDSHIM_MEM_CUDA_MANAGED);
+    if (mem_alloc) {
+        DOK(mem_alloc(&d, 1 << 20));
+        add((void*)d, 1 << 20, "cuMemAlloc via entry point", LDSHIM_MEM_CUDA);
+    }
+    DOK(cuMemAllocManaged(&d, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+    add((void*)d, 1 << 20, "cuMemAllocManaged", LDSHIM_MEM_CUDA_MANAGED);
     /* VMM: reserve, create, map. */
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -93,7 +137,7 @@ int main(void) {
     DOK(cuMemMap(va, gran, 0, h, 0));
     CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     DOK(cuMemSetAccess(va, gran, &acc, 1));
-    add((void *)va, gran, "cuMemMap", LDSHIM_MEM_CUDA);
+    add((void*)va, gran, "cuMemMap", LDSHIM_MEM_CUDA);
 
     /* Every allocation is registered exactly. */
     for (int i = 0; i < ng; ++i) {
@@ -107,12 +151,12 @@ int main(void) {
     }
     /* Random pointers: registry vs driver, and the time of each. */
     enum { N = 100000 };
-    static const void *probe[N];
-    void *host = malloc(1 << 20);
+    static const void* probe[N];
+    void* host = malloc(1 << 20);
     srand(1);
     for (int i = 0; i < N; ++i) {
         int k = rand() % (ng + 1);
-        const char *b = k == ng ? (const char *)host : (const char *)g[k].p;
+        const char* b = k == ng ? (const char*)host : (const char*)g[k].p;
         size_t n = k == ng ? (1 << 20) : g[k].n;
         /* Inside allocations only: past its end the driver answers for the
          * whole granule it reserved, the registry for the bytes asked for. */
@@ -131,9 +175,16 @@ int main(void) {
     }
     double t0 = now_ns();
     volatile int sink = 0;
-    for (int i = 0; i < N; ++i) { ldshim_meminfo_t info; ldshim_memtype_query(probe[i], 1, &info); sink += info.type; }
+    for (int i = 0; i < N; ++i) {
+        ldshim_meminfo_t info;
+        ldshim_memtype_query(probe[i], 1, &info);
+        sink += info.type;
+    }
     double t1 = now_ns();
-    for (int i = 0; i < N; ++i) { int dev; sink += cuda_says(probe[i], &dev); }
+    for (int i = 0; i < N; ++i) {
+        int dev;
+        sink += cuda_says(probe[i], &dev);
+    }
     double t2 = now_ns();
     printf("random pointers %d, mismatches %d\n", N, mismatches);
     printf("registry %.1f ns/lookup, cudaPointerGetAttributes %.1f ns/lookup, ratio %.1fx\n", (t1 - t0) / N,
@@ -141,21 +192,31 @@ int main(void) {
     if (mismatches) failures++;
 
     /* Free everything; the registry must forget it. */
-    DOK(cuMemUnmap(va, gran)); DOK(cuMemRelease(h)); DOK(cuMemAddressFree(va, gran));
+    DOK(cuMemUnmap(va, gran));
+    DOK(cuMemRelease(h));
+    DOK(cuMemAddressFree(va, gran));
     for (int i = 0; i < ng; ++i) {
-        const char *w = g[i].what;
+        const char* w = g[i].what;
         if (!strcmp(w, "cuMemMap")) continue;
-        if (!strcmp(w, "cudaMallocHost") || !strcmp(w, "cudaHostAlloc")) OK(cudaFreeHost(g[i].p));
-        else if (!strcmp(w, "cudaHostRegister")) OK(cudaHostUnregister(g[i].p));
-        else if (!strcmp(w, "cudaMallocAsync") || !strcmp(w, "cudaMallocFromPoolAsync")) OK(cudaFreeAsync(g[i].p, s));
-        else if (!strncmp(w, "cuMem", 5)) DOK(cuMemFree((CUdeviceptr)g[i].p));
-        else OK(cudaFree(g[i].p));
+        if (!strcmp(w, "cudaMallocHost") || !strcmp(w, "cudaHostAlloc"))
+            OK(cudaFreeHost(g[i].p));
+        else if (!strcmp(w, "cudaHostRegister"))
+            OK(cudaHostUnregister(g[i].p));
+        else if (!strcmp(w, "cudaMallocAsync") || !strcmp(w, "cudaMallocFromPoolAsync"))
+            OK(cudaFreeAsync(g[i].p, s));
+        else if (!strncmp(w, "cuMem", 5))
+            DOK(cuMemFree((CUdeviceptr)g[i].p));
+        else
+            OK(cudaFree(g[i].p));
     }
     OK(cudaStreamSynchronize(s));
     for (int i = 0; i < ng; ++i) {
         ldshim_meminfo_t info;
         ldshim_memtype_query(g[i].p, 1, &info);
-        if (info.type != LDSHIM_MEM_UNREGISTERED) { printf("FAIL %s still registered after free\n", g[i].what); failures++; }
+        if (info.type != LDSHIM_MEM_UNREGISTERED) {
+            printf("FAIL %s still registered after free\n", g[i].what);
+            failures++;
+        }
     }
     printf("%d allocation kinds, failures %d\n", ng, failures);
     return failures ? 1 : 0;

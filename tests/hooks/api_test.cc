@@ -9,10 +9,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 using ldshim::difftest::quote;
@@ -65,8 +65,8 @@ TEST(HooksApi, concurrent_hooked_allocations_loads_and_unloads_keep_the_registry
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string d = tmpl;
     std::string cc = "cc -std=gnu11 -O1 -I" + quote(kFixtures) + " ";
-    ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " + quote(d + "/libcuda.so.1") + " " +
-                 quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
+    ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " + quote(d + "/libcuda.so.1") +
+                 " " + quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
               0);
     ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcudart.so.13 -Wl,--version-script=" +
                  quote(kFixtures + "/fake_cudart.map") + " -Wl,-rpath,'$ORIGIN' -o " + quote(d + "/libcudart.so.13") +
@@ -100,8 +100,8 @@ TEST(HooksApi, concurrent_hooked_allocations_loads_and_unloads_keep_the_registry
                     return;
                 }
                 ldshim_meminfo_t info;
-                if (ldshim_memtype_query(p, 1, &info) != LDSHIM_OK || info.type != LDSHIM_MEM_CUDA ||
-                    info.base != p || info.length != n)
+                if (ldshim_memtype_query(p, 1, &info) != LDSHIM_OK || info.type != LDSHIM_MEM_CUDA || info.base != p ||
+                    info.length != n)
                     wrong++;
                 allocations++;
                 if (cuda_free(p) != 0) wrong++;

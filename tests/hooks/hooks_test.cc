@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 using ldshim::difftest::quote;
 using ldshim::difftest::read_file;
@@ -33,7 +33,8 @@ struct Variant {
 };
 
 std::string link_flags(const Variant& v) {
-    std::string f = " -Wl,-z," + v.bind + (v.relro ? " -Wl,-z,relro" : " -Wl,-z,norelro") + " -Wl,--hash-style=" + v.hash;
+    std::string f =
+        " -Wl,-z," + v.bind + (v.relro ? " -Wl,-z,relro" : " -Wl,-z,norelro") + " -Wl,--hash-style=" + v.hash;
     if (!v.plt) f += " -fno-plt";
     return f;
 }
@@ -46,16 +47,16 @@ protected:
         root_ = new std::string(tmpl);
         const std::string& d = *root_;
         std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " ";
-        ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " + quote(d + "/libcuda.so.1") +
-                     " " + quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
+        ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " +
+                     quote(d + "/libcuda.so.1") + " " + quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
                   0);
         ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcudart.so.13 -Wl,--version-script=" +
                      quote(kFixtures + "/fake_cudart.map") + " -Wl,-rpath,'$ORIGIN' -o " +
                      quote(d + "/libcudart.so.13") + " " + quote(kFixtures + "/fake_cudart.c") + " -ldl -lpthread"),
                   0);
-        ASSERT_EQ(sh(cc + "-fPIC -shared -o " + quote(d + "/libforeign.so") + " " +
-                     quote(kFixtures + "/foreign_hooker.c")),
-                  0);
+        ASSERT_EQ(
+            sh(cc + "-fPIC -shared -o " + quote(d + "/libforeign.so") + " " + quote(kFixtures + "/foreign_hooker.c")),
+            0);
     }
     static void TearDownTestSuite() {
         if (root_ && !std::getenv("LDSHIM_KEEP_TEST_DIRS")) sh("rm -rf " + quote(*root_));
@@ -68,7 +69,8 @@ protected:
         std::string dir = *root_ + "/" + v.name;
         if (access((dir + "/consumer").c_str(), X_OK) == 0) return dir;
         EXPECT_EQ(sh("mkdir -p " + quote(dir)), 0);
-        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " ";
+        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) +
+                         " -I" + quote(LDSHIM_GEN_INCLUDE) + " ";
         std::string libs = " -L" + quote(*root_) + " -l:libcudart.so.13 -l:libcuda.so.1";
         for (const char* n : {"consumer", "consumer2", "consumer3", "consumer4", "consumer5"}) {
             EXPECT_EQ(sh(cc + "-fPIC -shared" + link_flags(v) + " -Wl,-soname,lib" + n + ".so -o " +
@@ -97,9 +99,10 @@ protected:
 };
 std::string* HooksTest::root_ = nullptr;
 
-#define SKIP_WITHOUT_CUDA_HOOKS()                                                                          \
-    if (!HAVE_CUDA_HOOKS) GTEST_SKIP() << "SKIPPED: libldshim was built without CUDA headers (option " \
-                                          "cudatoolkit_include), so it has no CUDA hooks"
+#define SKIP_WITHOUT_CUDA_HOOKS()                                                \
+    if (!HAVE_CUDA_HOOKS)                                                        \
+    GTEST_SKIP() << "SKIPPED: libldshim was built without CUDA headers (option " \
+                    "cudatoolkit_include), so it has no CUDA hooks"
 
 class HooksMatrix : public HooksTest, public ::testing::WithParamInterface<Variant> {};
 
@@ -126,8 +129,9 @@ std::vector<Variant> matrix() {
         for (bool pie : {true, false})
             for (bool plt : {true, false})
                 for (const char* hash : {"gnu", "sysv"})
-                    v.push_back({std::string(b.name) + (pie ? "_pie" : "_nopie") + (plt ? "_plt" : "_noplt") + "_" + hash,
-                                 b.bind, b.relro, pie, plt, hash});
+                    v.push_back(
+                        {std::string(b.name) + (pie ? "_pie" : "_nopie") + (plt ? "_plt" : "_noplt") + "_" + hash,
+                         b.bind, b.relro, pie, plt, hash});
     return v;
 }
 
@@ -160,11 +164,13 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
         GTEST_SKIP() << "SKIPPED: this machine has an NVIDIA driver; the no-driver error path cannot be checked";
     std::string dir = *root_ + "/real";
     ASSERT_EQ(sh("mkdir -p " + quote(dir) + " && cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/real") + " " + quote(kFixtures + "/real_cudart.c") +
-                 " -L" + quote(kCuda) + " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
-                 quote(kCuda + ":" + LDSHIM_LIBDIR)),
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/real") + " " +
+                 quote(kFixtures + "/real_cudart.c") + " -L" + quote(kCuda) + " -l:libcudart.so.13 -L" +
+                 quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," + quote(kCuda + ":" + LDSHIM_LIBDIR)),
               0);
-    ASSERT_EQ(sh("cd " + quote(dir) + " && timeout 60 ./real > plain.out 2>&1 && timeout 60 ./real hooks > hooked.out 2>&1"), 0)
+    ASSERT_EQ(
+        sh("cd " + quote(dir) + " && timeout 60 ./real > plain.out 2>&1 && timeout 60 ./real hooks > hooked.out 2>&1"),
+        0)
         << read_file(dir + "/plain.out") << read_file(dir + "/hooked.out");
     std::string plain = read_file(dir + "/plain.out"), hooked = read_file(dir + "/hooked.out");
     EXPECT_NE(hooked.find("install 0\n"), std::string::npos) << hooked;
@@ -179,7 +185,8 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
     // The hooks were on the real symbols (versioned libcudart.so.13).
     for (const char* sym : {"cudaMalloc", "cudaMallocHost", "cudaMallocManaged", "cudaFree", "cudaGetDriverEntryPoint"})
         EXPECT_NE(hooked.find(std::string("op patched <main> ") + sym + " libcudart.so.13\n"), std::string::npos)
-            << sym << "\n" << hooked;
+            << sym << "\n"
+            << hooked;
     EXPECT_EQ(hooked.find("op failed"), std::string::npos) << hooked;
 }
 
@@ -190,13 +197,14 @@ namespace {
 TEST_F(HooksTest, preload_with_LDSHIM_CUDA_HOOKS_hooks_a_program_that_never_heard_of_ldshim) {
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
-    ASSERT_EQ(sh("cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " +
-                 quote(dir + "/plain_app") + " " + quote(kFixtures + "/plain_app.c") + " -L" + quote(*root_) +
-                 " -l:libcudart.so.13 -Wl,-rpath," + quote(*root_) + " -ldl"),
-              0);
+    ASSERT_EQ(
+        sh("cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
+           quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/plain_app") + " " + quote(kFixtures + "/plain_app.c") +
+           " -L" + quote(*root_) + " -l:libcudart.so.13 -Wl,-rpath," + quote(*root_) + " -ldl"),
+        0);
     std::string app = quote(dir + "/plain_app") + " " + quote(dir + "/libconsumer2.so");
-    std::string env = "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" +
-                      quote(dir + "/preload.log") + " ";
+    std::string env = "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) +
+                      " LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" + quote(dir + "/preload.log") + " ";
     ASSERT_EQ(sh(env + app + " > " + quote(dir + "/preload.out") + " 2>&1"), 0) << read_file(dir + "/preload.out");
     std::string out = read_file(dir + "/preload.out");
     EXPECT_NE(out.find("direct 0 cuda\n"), std::string::npos) << out;
@@ -232,9 +240,9 @@ TEST_F(HooksTest, stress_8_threads_10000_operations_with_a_fork_no_deadlock_no_l
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
     std::string bin = dir + "/stress_fork";
-    ASSERT_EQ(sh("cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " +
-                 quote(bin) + " " + quote(kFixtures + "/stress_fork.c") + " -L" + quote(*root_) +
-                 " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
+    ASSERT_EQ(sh("cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
+                 quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(bin) + " " + quote(kFixtures + "/stress_fork.c") + " -L" +
+                 quote(*root_) + " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
                  quote(*root_ + ":" + LDSHIM_LIBDIR) + " -lpthread -ldl"),
               0);
     // The program's own watchdog (alarm) fails it on a deadlock; timeout is a

@@ -54,7 +54,8 @@ TEST(Hostile, elf_truncated_at_every_offset_is_rejected_not_crashed) {
         ASSERT_FALSE(bytes.empty()) << f;
         std::size_t ok = 0;
         for (std::size_t n = 0; n <= bytes.size(); ++n) {
-            auto r = ldshim::loader::read_facts(std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), n));
+            auto r = ldshim::loader::read_facts(
+                std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), n));
             ok += r.ok;
         }
         EXPECT_GT(ok, 0u) << f << ": even the whole file was rejected";
@@ -71,7 +72,7 @@ TEST(Hostile, elf_truncated_at_every_offset_is_rejected_not_crashed) {
         // Cut inside the headers: not a program (3).  Cut near the end (the
         // section headers, which the loader never reads): still runs (0).
         EXPECT_TRUE(r.status == 3 || r.status == 1 || (r.status == 0 && n > 4096)) << n << ": " << r.status << "\n"
-                                                                                  << r.err;
+                                                                                   << r.err;
         if (r.status != 0) {
             EXPECT_FALSE(r.err.empty()) << n;
         }
@@ -212,7 +213,8 @@ TEST(Hostile, unreadable_files_as_an_unprivileged_user) {
     int rc = sh("cd " + quote(t.root()) + " && setpriv --reuid=65534 --regid=65534 --clear-groups " + quote(kLdsearch) +
                 " --dlopen libU.so ./main > out.txt 2> err.txt");
     EXPECT_EQ(rc, 0) << read_file(t.abs("err.txt"));
-    EXPECT_NE(read_file(t.abs("out.txt")).find(t.abs("e") + "/libU.so"), std::string::npos) << read_file(t.abs("out.txt"));
+    EXPECT_NE(read_file(t.abs("out.txt")).find(t.abs("e") + "/libU.so"), std::string::npos)
+        << read_file(t.abs("out.txt"));
 }
 
 TEST(Hostile, corrupted_ld_so_cache_through_cache_and_root) {
@@ -223,7 +225,8 @@ TEST(Hostile, corrupted_ld_so_cache_through_cache_and_root) {
     std::string bad_offsets = cache;
     for (std::size_t i = 64; i + 4 < bad_offsets.size() && i < 4096; i += 7) bad_offsets[i] = '\xff';
     int k = 0;
-    for (const std::string& c : {std::string("not a cache at all"), cache.substr(0, 10), cache.substr(0, cache.size() / 3), bad_offsets}) {
+    for (const std::string& c :
+         {std::string("not a cache at all"), cache.substr(0, 10), cache.substr(0, cache.size() / 3), bad_offsets}) {
         std::string f = "cache" + std::to_string(k++);
         t.write(f, c);
         Outcome r = ldsearch(t, "--cache " + f + " --dlopen libz.so.1 ./main");
@@ -254,12 +257,14 @@ TEST(Hostile, the_runtime_resolver_agrees_with_dlopen_on_bad_files) {
     t.lib(d + "libS.so", {.soname = "libS.so"});
     t.set_dyn(d + "libS.so", DT_SONAME, 0xffffffffull);  // string offset out of range
     std::string probe = t.abs("probe");
-    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" +
-                 quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,-rpath," + quote(t.abs(d) + ":" + LDSHIM_LIBDIR)),
+    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
+                 quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,-rpath," +
+                 quote(t.abs(d) + ":" + LDSHIM_LIBDIR)),
               0);
     std::string longname(4000, 'q');
-    int rc = sh("cd " + quote(t.root()) + " && (ulimit -v 2097152; timeout 60 " + quote(probe) +
-                " libL.so libDir.so libT.so libE.so ?libS.so libOK.so " + longname + ".so libnothere.so) > out.txt 2>&1");
+    int rc =
+        sh("cd " + quote(t.root()) + " && (ulimit -v 2097152; timeout 60 " + quote(probe) +
+           " libL.so libDir.so libT.so libE.so ?libS.so libOK.so " + longname + ".so libnothere.so) > out.txt 2>&1");
     std::string out = read_file(t.abs("out.txt"));
     ASSERT_EQ(rc, 0) << out;
     std::map<std::string, std::string> mine, real;

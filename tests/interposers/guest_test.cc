@@ -24,16 +24,16 @@ std::string build_guest(Tree& t) {
 }
 
 struct Trace {
-    int processes = 0;                // clone/fork/vfork/execve calls
-    std::set<std::string> written;    // files opened for writing
+    int processes = 0;              // clone/fork/vfork/execve calls
+    std::set<std::string> written;  // files opened for writing
 };
 
 // What `cmd` did, by strace, with or without the preload.
 Trace traced(Tree& t, const std::string& cmd, bool with_ldshim) {
     std::string log = t.abs(with_ldshim ? ".out/strace-ldshim" : ".out/strace-plain");
     std::string env = with_ldshim ? "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH) + " " : std::string();
-    sh("strace -f -qq -o " + quote(log) +
-       " -e trace=execve,execveat,clone,clone3,fork,vfork,open,openat,creat env " + env + cmd + " > /dev/null 2>&1");
+    sh("strace -f -qq -o " + quote(log) + " -e trace=execve,execveat,clone,clone3,fork,vfork,open,openat,creat env " +
+       env + cmd + " > /dev/null 2>&1");
     Trace tr;
     auto has = [](const std::string& l, const char* s) { return l.find(s) != std::string::npos; };
     for (const auto& l : read_lines(log)) {
@@ -65,8 +65,8 @@ TEST(Guest, a_preloaded_process_starts_nothing_and_writes_nothing_of_its_own) {
         std::vector<std::string> extra;
         std::set_difference(ldshim.written.begin(), ldshim.written.end(), plain.written.begin(), plain.written.end(),
                             std::back_inserter(extra));
-        EXPECT_TRUE(extra.empty()) << cmd << " opened for writing with ldshim only: "
-                                   << ::testing::PrintToString(extra);
+        EXPECT_TRUE(extra.empty()) << cmd
+                                   << " opened for writing with ldshim only: " << ::testing::PrintToString(extra);
         std::printf("[ GUEST    ] %-60.60s processes %d/%d, files written %zu/%zu\n", cmd.c_str(), plain.processes,
                     ldshim.processes, plain.written.size(), ldshim.written.size());
     }
@@ -97,7 +97,8 @@ namespace {
 std::pair<long, long> probe_counts(const std::string& out) {
     auto at = out.find("lock_probe: ");
     long probed = -1, under = -1;
-    if (at != std::string::npos) std::sscanf(out.c_str() + at, "lock_probe: %ld allocations probed, %ld", &probed, &under);
+    if (at != std::string::npos)
+        std::sscanf(out.c_str() + at, "lock_probe: %ld allocations probed, %ld", &probed, &under);
     return {probed, under};
 }
 

@@ -51,17 +51,18 @@ Outcome run(Tree& t, const std::string& preload, const std::string& cmd) {
     // The runtimes check that they come first; "ldshim first" is a legitimate
     // order only with that check off.  Leak reports describe the programs,
     // not the preload, and are switched off on both sides.
-    std::string env = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 TSAN_OPTIONS=report_bugs=0 LD_PRELOAD=" +
-                      quote(preload);
-    int rc = sh("cd " + quote(t.abs(".")) + " && env " + env + " timeout 120 " + cmd + " > " + quote(out) +
-                " 2>/dev/null");
+    std::string env =
+        "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 TSAN_OPTIONS=report_bugs=0 LD_PRELOAD=" + quote(preload);
+    int rc =
+        sh("cd " + quote(t.abs(".")) + " && env " + env + " timeout 120 " + cmd + " > " + quote(out) + " 2>/dev/null");
     return {rc, read_file(out)};
 }
 
 // The 4-thread dlopen/dlclose program, built into the tree; "" on failure.
 std::string build_threads(Tree& t) {
     std::string bin = t.abs("dlopen_threads");
-    int rc = sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") + " -pthread -ldl");
+    int rc =
+        sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") + " -pthread -ldl");
     return rc == 0 ? bin : std::string();
 }
 
@@ -71,7 +72,8 @@ TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behave
     ASSERT_FALSE(threads.empty());
     const std::vector<std::string> programs = {
         "/bin/true",
-        "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes; print(ssl.OPENSSL_VERSION_NUMBER > 0, sqlite3.sqlite_version)'",
+        "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes; print(ssl.OPENSSL_VERSION_NUMBER > 0, "
+        "sqlite3.sqlite_version)'",
         quote(threads),
     };
     int tried = 0;
@@ -85,8 +87,8 @@ TEST(Interposers, every_sanitizer_runtime_with_ldshim_before_and_after_it_behave
             if (alone.status != 0) {
                 // clang 14's TSan runtime, and gcc 12's under python3, crash on
                 // their own when preloaded here: nothing to compare ldshim with.
-                std::printf("[ SKIPPED  ] %-10s %-60.60s the runtime alone exits %d\n", rt.name.c_str(),
-                            prog.c_str(), alone.status);
+                std::printf("[ SKIPPED  ] %-10s %-60.60s the runtime alone exits %d\n", rt.name.c_str(), prog.c_str(),
+                            alone.status);
                 continue;
             }
             Outcome last = run(t, rt.path + ":" + PRELOAD_LIB_PATH, prog);

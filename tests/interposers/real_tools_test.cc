@@ -55,8 +55,9 @@ void build_case(Tree& t, const std::string& dir, const std::string& cc, const st
             "    dl_iterate_phdr(show, NULL);\n"
             "    return rc;\n}\n");
     std::string d = quote(t.abs(dir));
-    std::string cmd = "cd " + d + " && mkdir -p lib/plug && " + cc + " -shared -fPIC -o lib/plug/libplug.so plug.c && " +
-                      cc + " " + flags + " -O0 -shared -fPIC -o lib/libhost.so host.c -ldl -Wl,--enable-new-dtags " +
+    std::string cmd = "cd " + d + " && mkdir -p lib/plug && " + cc +
+                      " -shared -fPIC -o lib/plug/libplug.so plug.c && " + cc + " " + flags +
+                      " -O0 -shared -fPIC -o lib/libhost.so host.c -ldl -Wl,--enable-new-dtags " +
                       "-Wl,-rpath,'$ORIGIN/plug' && " + cc + " " + flags + " -O0 -o prog main.c -Llib -lhost " +
                       "-Wl,-rpath,'$ORIGIN/lib'";
     ASSERT_EQ(sh(cmd), 0) << cmd;
@@ -85,9 +86,9 @@ const char* verdict(const Run& r) { return !r.ran ? "did not run" : r.loaded ? "
 // One interposer: the bug without ldshim, then each order given.
 struct Row {
     std::string name, package;
-    std::string without;                           // the command without ldshim
+    std::string without;                                    // the command without ldshim
     std::vector<std::pair<std::string, std::string>> with;  // order -> command with ldshim
-    std::string active;                            // a library that must be mapped (the tool is on)
+    std::string active;                                     // a library that must be mapped (the tool is on)
 };
 
 void check_row(Tree& t, const std::string& dir, const Row& row) {
@@ -120,25 +121,34 @@ TEST(RealInterposers, programs_built_with_a_sanitizer_find_their_runpath_library
     std::string gtsan = runtime(t, "readlink -f \"$(gcc -print-file-name=libtsan.so)\"");
     const std::string pre = "env LD_PRELOAD=";
     build_case(t, "gcc-asan", "gcc", "-fsanitize=address");
-    check_row(t, "gcc-asan",
-              {"gcc -fsanitize=address", package_version(t, "libasan8"), "env ASAN_OPTIONS=detect_leaks=0 ./prog",
-               {{"first", "env ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 LD_PRELOAD=" + kPreload + " ./prog"},
-                {"last", "env ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" + gasan + ":" + kPreload + " ./prog"}},
-               ""});
+    check_row(
+        t, "gcc-asan",
+        {"gcc -fsanitize=address",
+         package_version(t, "libasan8"),
+         "env ASAN_OPTIONS=detect_leaks=0 ./prog",
+         {{"first", "env ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 LD_PRELOAD=" + kPreload + " ./prog"},
+          {"last", "env ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" + gasan + ":" + kPreload + " ./prog"}},
+         ""});
     build_case(t, "gcc-tsan", "gcc", "-fsanitize=thread");
     check_row(t, "gcc-tsan",
-              {"gcc -fsanitize=thread", package_version(t, "libtsan2"), "./prog",
-               {{"first", pre + kPreload + " ./prog"}, {"last", pre + gtsan + ":" + kPreload + " ./prog"}}, ""});
+              {"gcc -fsanitize=thread",
+               package_version(t, "libtsan2"),
+               "./prog",
+               {{"first", pre + kPreload + " ./prog"}, {"last", pre + gtsan + ":" + kPreload + " ./prog"}},
+               ""});
     build_case(t, "clang-asan", "clang", "-fsanitize=address");
     // clang links its runtime into the program: only ldshim's own place is chosen.
     check_row(t, "clang-asan",
-              {"clang -fsanitize=address", package_version(t, "libclang-rt-14-dev"),
+              {"clang -fsanitize=address",
+               package_version(t, "libclang-rt-14-dev"),
                "env ASAN_OPTIONS=detect_leaks=0 ./prog",
-               {{"first", "env ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" + kPreload + " ./prog"}}, ""});
+               {{"first", "env ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" + kPreload + " ./prog"}},
+               ""});
     build_case(t, "clang-tsan", "clang", "-fsanitize=thread");
     if (!run(t, "clang-tsan", "./prog").ran)
-        std::printf("[ SKIPPED  ] clang -fsanitize=thread: the program does not run here even alone (clang 14's "
-                    "TSan runtime and this kernel's address-space layout)\n");
+        std::printf(
+            "[ SKIPPED  ] clang -fsanitize=thread: the program does not run here even alone (clang 14's "
+            "TSan runtime and this kernel's address-space layout)\n");
 }
 
 TEST(RealInterposers, sanitizer_runtimes_preloaded_into_a_plain_program_are_repaired_in_either_order) {
@@ -164,7 +174,9 @@ TEST(RealInterposers, sanitizer_runtimes_preloaded_into_a_plain_program_are_repa
         }
         std::string env = "env " + rt.options + " LD_PRELOAD=";
         check_row(t, "plain",
-                  {rt.name, package_version(t, rt.package), env + rt.path + " ./prog",
+                  {rt.name,
+                   package_version(t, rt.package),
+                   env + rt.path + " ./prog",
                    {{"first", env + kPreload + ":" + rt.path + " ./prog"},
                     {"last", env + rt.path + ":" + kPreload + " ./prog"}},
                    ""});
@@ -192,12 +204,16 @@ TEST(RealInterposers, profilers_tracers_and_path_translators_started_as_their_us
     for (const auto& tool : tools) {
         std::string exe = tool.command.substr(0, tool.command.find(' '));
         if (sh("command -v " + exe + " > /dev/null") != 0) {
-            std::printf("[ SKIPPED  ] %s: not installed (Debian package %s)\n", tool.name.c_str(), tool.package.c_str());
+            std::printf("[ SKIPPED  ] %s: not installed (Debian package %s)\n", tool.name.c_str(),
+                        tool.package.c_str());
             continue;
         }
         sh("rm -rf " + quote(t.abs("ht")) + "* " + quote(t.abs("uft")));
         check_row(t, tool.dir,
-                  {tool.name, package_version(t, tool.package), tool.command, {{"wrapper", with + tool.command}},
+                  {tool.name,
+                   package_version(t, tool.package),
+                   tool.command,
+                   {{"wrapper", with + tool.command}},
                    tool.active});
         ++rows;
     }

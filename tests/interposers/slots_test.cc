@@ -16,26 +16,31 @@ TEST(Slots, a_patcher_of_one_library_sees_that_librarys_loads_and_no_other_in_ev
     Tree t;
     // libA and libB each dlopen a library only their own RUNPATH reaches.
     t.write("p.c", "int x(void) { return 1; }\n");
-    t.write("l.c",
-            "#include <dlfcn.h>\n#include <stdio.h>\n"
-            "int NAME(void) { void *h = dlopen(LIB, RTLD_NOW); printf(\"%s %s\\n\", LIB, h ? \"loaded\" : \"not loaded\");"
-            " return h != 0; }\n");
+    t.write(
+        "l.c",
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        "int NAME(void) { void *h = dlopen(LIB, RTLD_NOW); printf(\"%s %s\\n\", LIB, h ? \"loaded\" : \"not loaded\");"
+        " return h != 0; }\n");
     t.write("m.c", "int load_a(void); int load_b(void);\nint main(void) { load_a(); load_b(); return 0; }\n");
     std::string d = "cd " + quote(t.abs(".")) + " && ";
-    ASSERT_EQ(sh(d + "mkdir -p lib/a lib/b && cc -shared -fPIC -o lib/a/libslota.so p.c && "
-                     "cc -shared -fPIC -o lib/b/libslotb.so p.c && "
-                     "cc -O0 -shared -fPIC -DNAME=load_a -DLIB='\"libslota.so\"' -o lib/libA.so l.c "
-                     "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/a' && "
-                     "cc -O0 -shared -fPIC -DNAME=load_b -DLIB='\"libslotb.so\"' -o lib/libB.so l.c "
-                     "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/b' && "
-                     "cc -o prog m.c -Llib -lA -lB -Wl,-rpath,'$ORIGIN/lib' && "
-                     "cc -O0 -shared -fPIC -o partial.so " +
-                     quote(std::string(FIXTURE_DIR) + "/partial_patcher.c") + " -ldl && " +
-                     "cc -O0 -shared -fPIC -DNEXT_BY_RTLD_NEXT -o fw.so " + quote(FORWARDER_SRC) + " -ldl"),
+    ASSERT_EQ(sh(d +
+                 "mkdir -p lib/a lib/b && cc -shared -fPIC -o lib/a/libslota.so p.c && "
+                 "cc -shared -fPIC -o lib/b/libslotb.so p.c && "
+                 "cc -O0 -shared -fPIC -DNAME=load_a -DLIB='\"libslota.so\"' -o lib/libA.so l.c "
+                 "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/a' && "
+                 "cc -O0 -shared -fPIC -DNAME=load_b -DLIB='\"libslotb.so\"' -o lib/libB.so l.c "
+                 "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/b' && "
+                 "cc -o prog m.c -Llib -lA -lB -Wl,-rpath,'$ORIGIN/lib' && "
+                 "cc -O0 -shared -fPIC -o partial.so " +
+                 quote(std::string(FIXTURE_DIR) + "/partial_patcher.c") + " -ldl && " +
+                 "cc -O0 -shared -fPIC -DNEXT_BY_RTLD_NEXT -o fw.so " + quote(FORWARDER_SRC) + " -ldl"),
               0);
     const std::string p = PRELOAD_LIB_PATH, patcher = t.abs("partial.so"), fw = t.abs("fw.so");
     const std::vector<std::string> orders = {
-        patcher + ":" + p, p + ":" + patcher, fw + ":" + patcher + ":" + p, fw + ":" + p + ":" + patcher,
+        patcher + ":" + p,
+        p + ":" + patcher,
+        fw + ":" + patcher + ":" + p,
+        fw + ":" + p + ":" + patcher,
     };
     for (const auto& order : orders) {
         std::string out = t.abs(".out/prog"), log = t.abs(".out/patcher");

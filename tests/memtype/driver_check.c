@@ -10,23 +10,31 @@
 #include <string.h>
 
 static int passed, failed;
-#define CHECK(c) do { if (c) passed++; else { failed++; fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
+#define CHECK(c)                                                         \
+    do {                                                                 \
+        if (c)                                                           \
+            passed++;                                                    \
+        else {                                                           \
+            failed++;                                                    \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); \
+        }                                                                \
+    } while (0)
 
 int main(void) {
     static char device[8192], pinned[4096], heap[4096];
     ldshim_meminfo_t info;
     ldshim_memrule_t rule;
-    const char *e = getenv("LDSHIM_EXPECT_DRIVER");
+    const char* e = getenv("LDSHIM_EXPECT_DRIVER");
     if (e && *e == '1') {
         /* As a CUDA program would: the driver is loaded and holds allocations. */
-        void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+        void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
         CHECK(cuda != NULL);
         if (!cuda) return 1;
         void (*reg)(unsigned long long, size_t, unsigned, unsigned, int);
-        void *sym = dlsym(cuda, "fake_cuda_register");
-        memcpy(&reg, &sym, sizeof reg); /* POSIX: dlsym's object pointer to a function pointer */
-        reg((uintptr_t)device, sizeof device, 2, 0, 1);  /* device memory on GPU 1 */
-        reg((uintptr_t)pinned, sizeof pinned, 1, 0, 0);  /* pinned host memory */
+        void* sym = dlsym(cuda, "fake_cuda_register");
+        memcpy(&reg, &sym, sizeof reg);                 /* POSIX: dlsym's object pointer to a function pointer */
+        reg((uintptr_t)device, sizeof device, 2, 0, 1); /* device memory on GPU 1 */
+        reg((uintptr_t)pinned, sizeof pinned, 1, 0, 0); /* pinned host memory */
         CHECK(ldshim_memtype_classify(device + 100, 8, &info, &rule) == LDSHIM_OK);
         CHECK(info.type == LDSHIM_MEM_CUDA && info.device == 1 && rule == LDSHIM_MEMRULE_DRIVER);
         CHECK(info.base == device && info.length == sizeof device);

@@ -4,11 +4,23 @@
 #include <stddef.h>
 
 typedef unsigned long long CUdeviceptr;
-static struct { CUdeviceptr base; size_t size; unsigned type, managed; int ordinal; } g[16];
+static struct {
+    CUdeviceptr base;
+    size_t size;
+    unsigned type, managed;
+    int ordinal;
+} g[16];
 static int n;
 
 void fake_cuda_register(CUdeviceptr base, size_t size, unsigned type, unsigned managed, int ordinal) {
-    if (n < 16) { g[n].base = base; g[n].size = size; g[n].type = type; g[n].managed = managed; g[n].ordinal = ordinal; n++; }
+    if (n < 16) {
+        g[n].base = base;
+        g[n].size = size;
+        g[n].type = type;
+        g[n].managed = managed;
+        g[n].ordinal = ordinal;
+        n++;
+    }
 }
 
 static int find(CUdeviceptr p) {
@@ -17,18 +29,18 @@ static int find(CUdeviceptr p) {
     return -1;
 }
 
-int cuPointerGetAttributes(unsigned count, unsigned *attrs, void **data, CUdeviceptr p) {
+int cuPointerGetAttributes(unsigned count, unsigned* attrs, void** data, CUdeviceptr p) {
     int i = find(p);
     if (i < 0) return 1; /* CUDA_ERROR_INVALID_VALUE: not driver memory */
     for (unsigned k = 0; k < count; ++k) {
-        if (attrs[k] == 2) *(unsigned *)data[k] = g[i].type;    /* MEMORY_TYPE */
-        if (attrs[k] == 8) *(unsigned *)data[k] = g[i].managed; /* IS_MANAGED */
-        if (attrs[k] == 9) *(int *)data[k] = g[i].ordinal;      /* DEVICE_ORDINAL */
+        if (attrs[k] == 2) *(unsigned*)data[k] = g[i].type;    /* MEMORY_TYPE */
+        if (attrs[k] == 8) *(unsigned*)data[k] = g[i].managed; /* IS_MANAGED */
+        if (attrs[k] == 9) *(int*)data[k] = g[i].ordinal;      /* DEVICE_ORDINAL */
     }
     return 0;
 }
 
-int cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+int cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
     int i = find(p);
     if (i < 0) return 1;
     *base = g[i].base;

@@ -13,7 +13,7 @@
 
 static int failures;
 
-static void check(int ok, const char *what) {
+static void check(int ok, const char* what) {
     printf("consumer: %s: %s\n", ok ? "ok" : "FAILED", what);
     if (!ok) ++failures;
 }
@@ -23,7 +23,7 @@ static int anchor;
 
 int main(void) {
     char path[4096];
-    const char *text = ldshim_strerror(LDSHIM_ERR_NOT_FOUND);
+    const char* text = ldshim_strerror(LDSHIM_ERR_NOT_FOUND);
     check(text != NULL && *text != '\0', "ldshim_strerror(LDSHIM_ERR_NOT_FOUND) has text");
     check(strcmp(ldshim_strerror(12345), "unknown ldshim status") == 0, "ldshim_strerror of an unknown code");
     printf("consumer: ldshim_version() = %s\n", ldshim_version());
@@ -34,21 +34,22 @@ int main(void) {
 
     /* libm is not loaded yet: the search must find it where dlopen will. */
     int rc = ldshim_resolve(&anchor, "libm.so.6", RTLD_NOW, path, sizeof path);
-    printf("consumer: ldshim_resolve(\"libm.so.6\") = %d (%s) %s\n", rc, ldshim_strerror(rc), rc == LDSHIM_OK ? path : "");
+    printf("consumer: ldshim_resolve(\"libm.so.6\") = %d (%s) %s\n", rc, ldshim_strerror(rc),
+           rc == LDSHIM_OK ? path : "");
     check(rc == LDSHIM_OK && strstr(path, "/libm.so.6") != NULL, "ldshim_resolve finds libm.so.6");
 
-    void *h = ldshim_dlopen("libm.so.6", RTLD_NOW);
+    void* h = ldshim_dlopen("libm.so.6", RTLD_NOW);
     check(h != NULL, "ldshim_dlopen(\"libm.so.6\")");
     if (h) {
         /* The same object glibc has now loaded, not a second copy. */
-        void *same = dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD);
+        void* same = dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD);
         check(same == h, "ldshim_dlopen returned glibc's handle for libm.so.6");
         if (same) dlclose(same);
         dlclose(h);
     }
 
     rc = ldshim_resolve(&anchor, "libldshim-no-such-library.so.9", RTLD_NOW, path, sizeof path);
-    const char *err = ldshim_dlerror();
+    const char* err = ldshim_dlerror();
     printf("consumer: missing library: %d (%s): %s\n", rc, ldshim_strerror(rc), err ? err : "(no dlerror)");
     check(rc == LDSHIM_ERR_NOT_FOUND && err && strstr(err, "cannot open shared object file"),
           "a missing library is LDSHIM_ERR_NOT_FOUND with glibc's text");

@@ -26,8 +26,8 @@ int plug_answer(void) { return 42; }
 
 #elif defined(PART_HOST)
 static int loads;
-void *host_load(const char *name) {
-    void *h = dlopen(name, RTLD_NOW);
+void* host_load(const char* name) {
+    void* h = dlopen(name, RTLD_NOW);
     ++loads; /* work after the call: never a tail call */
     return h;
 }
@@ -35,9 +35,9 @@ void *host_load(const char *name) {
 #elif defined(PART_UCM)
 #include "../resolver/fixtures/got_patch.h"
 
-static void *(*real_dlopen)(const char *, int);
+static void* (*real_dlopen)(const char*, int);
 
-void *ucm_dlopen(const char *file, int mode) {
+void* ucm_dlopen(const char* file, int mode) {
     /* What ucm does: its own bookkeeping, then the real dlopen from here. */
     printf("ucm-like: ucm_dlopen(\"%s\")\n", file ? file : "(null)");
     fflush(stdout);
@@ -45,22 +45,22 @@ void *ucm_dlopen(const char *file, int mode) {
 }
 
 __attribute__((constructor)) static void ucm_install(void) {
-    real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-    const char *off = getenv("UCM_LIKE_OFF");
+    real_dlopen = (void* (*)(const char*, int))dlsym(RTLD_NEXT, "dlopen");
+    const char* off = getenv("UCM_LIKE_OFF");
     if (off && *off == '1') return;
-    got_patch_all("dlopen", (void *)ucm_dlopen, NULL, (const void *)ucm_install);
+    got_patch_all("dlopen", (void*)ucm_dlopen, NULL, (const void*)ucm_install);
 }
 
 #elif defined(PART_PROG)
-void *host_load(const char *name);
+void* host_load(const char* name);
 
 int main(void) {
-    void *h = host_load("libplug.so");
+    void* h = host_load("libplug.so");
     if (!h) {
         printf("prog: libplug.so not loaded: %s\n", dlerror());
         return 1;
     }
-    struct link_map *map = NULL;
+    struct link_map* map = NULL;
     int (*answer)(void) = (int (*)(void))dlsym(h, "plug_answer");
     if (dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !answer) {
         printf("prog: libplug.so loaded but unusable: %s\n", dlerror());

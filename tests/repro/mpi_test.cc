@@ -36,10 +36,14 @@ bool mpi_available() {
 }
 
 Env ucx_env() {
-    return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},           {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-            {"OMPI_MCA_pml", "ucx"},                    {"OMPI_MCA_pml_ucx_tls", "any"},
-            {"OMPI_MCA_pml_ucx_devices", "any"},        {"OMPI_MCA_opal_common_ucx_opal_mem_hooks", "0"},
-            {"UCX_MEM_MMAP_HOOK_MODE", "reloc"},        {"UCX_MEM_MALLOC_RELOC", "n"}};
+    return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+            {"OMPI_MCA_pml", "ucx"},
+            {"OMPI_MCA_pml_ucx_tls", "any"},
+            {"OMPI_MCA_pml_ucx_devices", "any"},
+            {"OMPI_MCA_opal_common_ucx_opal_mem_hooks", "0"},
+            {"UCX_MEM_MMAP_HOOK_MODE", "reloc"},
+            {"UCX_MEM_MALLOC_RELOC", "n"}};
 }
 
 LibSpec openlibm(int id, std::string soname = {}) {
@@ -65,15 +69,22 @@ struct Outcome {
 // What UCX 1.13.1 did here (true = same as glibc); the reference table's
 // figures for the same layouts.
 const std::map<std::string, Outcome> kMeasuredUcx = {
-    {"rpath", {true, false}},           {"runpath", {true, false}},
-    {"exe-rpath", {true, true}},        {"loader-rpath", {true, false}},
+    {"rpath", {true, false}},
+    {"runpath", {true, false}},
+    {"exe-rpath", {true, true}},
+    {"loader-rpath", {true, false}},
     // The reference saw ucm wrongly find the library for a RUNPATH in the
     // loader chain; with RUNPATH on the executable, as here, it does not.
-    {"runpath-noinherit", {true, true}}, {"ldlp-vs-rpath", {true, false}},
-    {"ldlp-vs-runpath", {true, true}},  {"dst-lib", {true, false}},
-    {"hwcaps-only", {false, false}},    {"hwcaps-preferred", {false, false}},
-    {"soname-loaded", {false, true}},   {"skip-unusable", {false, false}},
-    {"exe-caller-runpath", {false, false}}, {"slash-relative", {false, true}},
+    {"runpath-noinherit", {true, true}},
+    {"ldlp-vs-rpath", {true, false}},
+    {"ldlp-vs-runpath", {true, true}},
+    {"dst-lib", {true, false}},
+    {"hwcaps-only", {false, false}},
+    {"hwcaps-preferred", {false, false}},
+    {"soname-loaded", {false, true}},
+    {"skip-unusable", {false, false}},
+    {"exe-caller-runpath", {false, false}},
+    {"slash-relative", {false, true}},
     {"internal", {true, false}},
 };
 
@@ -91,7 +102,9 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     Capture b = t.real("bin/julia", {lib, "mpi"}, norpath, limit);
     Capture c = t.real("bin/julia", {lib, "mpi"}, fixed, limit);
     auto line = [](const Capture& x) {
-        return !x.results.empty() ? x.results[0] : !x.errors.empty() ? "ERROR " + x.errors.back() : std::string("(no output)");
+        return !x.results.empty()  ? x.results[0]
+               : !x.errors.empty() ? "ERROR " + x.errors.back()
+                                   : std::string("(no output)");
     };
     auto same = [&](const Capture& x) { return line(x) == line(truth); };
     // ldshim under mpirun: the launcher's own environment must reach the rank,
@@ -174,11 +187,12 @@ TEST_F(Mpi, loader_rpath) {
     t.lib("lib/julia/libopenlibm.so", openlibm(1));
     LibSpec lj{.soname = "libjulia.so.1", .flags = {"-DNO_MAIN"}, .source = JULIA_SRC};
     t.lib("lib/libjulia.so.1", lj);
-    t.lib("lib/libjlwrap.so", {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.lib("lib/libjlwrap.so",
+          {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
     // The program reaches jl_run through libjlwrap's dependency, so that
     // libjulia's loader is libjlwrap: main looks the symbol up at run time.
-    t.exe("bin/julia", {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib", .flags = {"-DLOOKUP_JL"},
-                        .source = JULIA_SRC});
+    t.exe("bin/julia",
+          {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib", .flags = {"-DLOOKUP_JL"}, .source = JULIA_SRC});
     run("loader-rpath", t, "libopenlibm.so");
 }
 
@@ -227,7 +241,8 @@ TEST_F(Mpi, soname_already_loaded) {
     // copy named libopenlibm.so sits on the RPATH.
     t.lib("lib/julia/libopenlibm-4.so", openlibm(1, "libopenlibm.so"));
     t.lib("lib/julia/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"}, {.needs = {"lib/julia/libopenlibm-4.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"},
+          {.needs = {"lib/julia/libopenlibm-4.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
     t.patchelf({"--replace-needed", "libopenlibm.so", "libopenlibm-4.so", "bin/julia"});
     run("soname-loaded", t, "libopenlibm.so");
 }
@@ -267,12 +282,13 @@ TEST_F(Mpi, mpirun_two_ranks_original_case) {
     t.lib("lib/julia/libopenlibm.so", openlibm(1));
     julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
     auto mpirun = [&](bool with_ldshim) {
-        std::string cmd = "cd " + quote(t.root()) +
-                          " && timeout 120 mpirun --allow-run-as-root -np 2 --mca pml ucx --mca pml_ucx_tls any"
-                          " --mca pml_ucx_devices any --mca opal_common_ucx_opal_mem_hooks 0"
-                          " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n" +
-                          std::string(with_ldshim ? " -x LD_PRELOAD=" PRELOAD_LIB_PATH : "") +
-                          " bin/julia libopenlibm.so mpi > .out/mpirun 2>&1";
+        std::string cmd =
+            "cd " + quote(t.root()) +
+            " && timeout 120 mpirun --allow-run-as-root -np 2 --mca pml ucx --mca pml_ucx_tls any"
+            " --mca pml_ucx_devices any --mca opal_common_ucx_opal_mem_hooks 0"
+            " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n" +
+            std::string(with_ldshim ? " -x LD_PRELOAD=" PRELOAD_LIB_PATH : "") +
+            " bin/julia libopenlibm.so mpi > .out/mpirun 2>&1";
         sh(cmd);
         return read_lines(t.abs(".out/mpirun"));
     };
@@ -281,7 +297,8 @@ TEST_F(Mpi, mpirun_two_ranks_original_case) {
     };
     auto broken = mpirun(false);
     auto fixed = mpirun(true);
-    EXPECT_EQ(count(broken, "ERROR libopenlibm.so: cannot open shared object file"), 2) << ::testing::PrintToString(broken);
+    EXPECT_EQ(count(broken, "ERROR libopenlibm.so: cannot open shared object file"), 2)
+        << ::testing::PrintToString(broken);
     EXPECT_EQ(count(fixed, "RESULT " + t.abs("bin") + "/../lib/julia/libopenlibm.so id=1"), 2)
         << ::testing::PrintToString(fixed);
 }

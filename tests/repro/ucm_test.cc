@@ -24,7 +24,9 @@ namespace {
 
 LibSpec so(std::string soname = {}) { return LibSpec{std::move(soname)}; }
 
-bool ucx_available() { return sh("test -e /usr/lib/x86_64-linux-gnu/libucm.so.0 -a -e /usr/lib/x86_64-linux-gnu/libucs.so.0") == 0; }
+bool ucx_available() {
+    return sh("test -e /usr/lib/x86_64-linux-gnu/libucm.so.0 -a -e /usr/lib/x86_64-linux-gnu/libucs.so.0") == 0;
+}
 
 struct Row {
     std::string name;
@@ -49,7 +51,8 @@ Row run_case(const std::string& name, const Tree& t, const std::string& prog, co
     Capture b = t.real(prog, {"U:", op}, norpath, limit);
     Capture c = t.real(prog, {"U:", op}, with_ldshim, limit);
     EXPECT_EQ(truth.results.size() + truth.errors.size(), 1u) << name << ": the driver did not run";
-    EXPECT_EQ(truth.results, c.results) << name << "\n" << unified_diff(truth.results, c.results, "glibc", "ucm + ldshim");
+    EXPECT_EQ(truth.results, c.results) << name << "\n"
+                                        << unified_diff(truth.results, c.results, "glibc", "ucm + ldshim");
     EXPECT_EQ(truth.errors, c.errors) << name << "\n" << unified_diff(truth.errors, c.errors, "glibc", "ucm + ldshim");
     auto same = [&](const Capture& x) { return x.results == truth.results && x.errors == truth.errors; };
     Row row{name, same(a), same(b)};
@@ -60,7 +63,6 @@ Row run_case(const std::string& name, const Tree& t, const std::string& prog, co
                 (c.results == truth.results && c.errors == truth.errors) ? "PASS" : "FAIL");
     return row;
 }
-
 
 class UcmRepro : public ::testing::Test {
 protected:

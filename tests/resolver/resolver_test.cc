@@ -138,15 +138,18 @@ TEST(Resolver, preload_debug_log_and_disable) {
         return std::any_of(dbg.errors.begin(), dbg.errors.end(),
                            [&](const std::string& l) { return l.find(needle) != std::string::npos; });
     };
-    EXPECT_TRUE(has("ldshim: dlopen(\"libopenlibm.so\") from " + t.abs("bin") + "/../lib/libjulia.so.1: found via RPATH -> "))
+    EXPECT_TRUE(
+        has("ldshim: dlopen(\"libopenlibm.so\") from " + t.abs("bin") + "/../lib/libjulia.so.1: found via RPATH -> "))
         << ::testing::PrintToString(dbg.errors);
     EXPECT_TRUE(has("ldshim: dlopen(\"libnothere.so\")")) << ::testing::PrintToString(dbg.errors);
     // Disabled, the preload changes nothing: the interposer bug comes back.
     Capture off = t.real("bin/prog", {"l:libopenlibm.so"},
                          {{"LD_PRELOAD", PRELOAD_LIB_PATH + std::string(" ") + interposer(t)},
-                          {"LDSHIM_DISABLE", "1"}, {"LDSHIM_LIB", LDSHIM_LIB_PATH}});
+                          {"LDSHIM_DISABLE", "1"},
+                          {"LDSHIM_LIB", LDSHIM_LIB_PATH}});
     EXPECT_TRUE(off.results.empty());
-    EXPECT_EQ(off.errors, std::vector<std::string>{"libopenlibm.so: cannot open shared object file: No such file or directory"});
+    EXPECT_EQ(off.errors,
+              std::vector<std::string>{"libopenlibm.so: cannot open shared object file: No such file or directory"});
 }
 
 TEST(Resolver, runpath_of_the_real_caller) {
@@ -169,7 +172,8 @@ TEST(Resolver, loader_chain_rpath) {
     t.lib("lib/julia/libopenlibm.so", so());
     t.lib("lib/libjulia.so.1", {.soname = "libjulia.so.1", .helper = true});
     t.helper_name = "libjulia.so.1";
-    t.lib("lib/libjlwrap.so", {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
+    t.lib("lib/libjlwrap.so",
+          {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
     t.exe("bin/prog", {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 1u);
@@ -219,7 +223,8 @@ TEST(Resolver, hwcaps_only_and_preferred) {
 TEST(Resolver, soname_already_loaded_is_the_same_object) {
     Tree t;
     t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so.4"));
-    t.julia({.rpath = "$ORIGIN/julia"}, {.needs = {"lib/julia/libopenlibm.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
+    t.julia({.rpath = "$ORIGIN/julia"},
+            {.needs = {"lib/julia/libopenlibm.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
     // Loaded at startup under its file name; only the SONAME can match.
     t.patchelf({"--replace-needed", "libopenlibm.so.4", "libopenlibm.so", "bin/prog"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so.4"});
@@ -302,8 +307,10 @@ TEST(Resolver, runtime_spawns_nothing_and_writes_nothing) {
         ASSERT_FALSE(calls.empty()) << "strace wrote nothing";
         std::vector<std::string> execs, others;
         for (const auto& l : calls) {
-            if (l.find("execve(") != std::string::npos) execs.push_back(l);
-            else if (l.find("(") != std::string::npos) others.push_back(l);
+            if (l.find("execve(") != std::string::npos)
+                execs.push_back(l);
+            else if (l.find("(") != std::string::npos)
+                others.push_back(l);
         }
         // `env` and the program itself, nothing else.
         ASSERT_EQ(execs.size(), 2u) << ::testing::PrintToString(calls);

@@ -42,16 +42,17 @@ TEST(Secure, setuid_program_resolves_like_the_loader_and_ignores_the_environment
     std::string probe = t.abs("bin/probe");
     // $ORIGIN (untrusted here), an absolute RPATH, and ldshim itself.
     ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) +
+                 " -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
                  quote("$ORIGIN/../lib:" + t.abs("abs") + ":" + LDSHIM_LIBDIR)),
               0);
     ASSERT_EQ(sh("chown root:root " + quote(probe) + " && chmod 4755 " + quote(probe)), 0);
     for (const char* d : {"lib", "env", "abs", "bin"}) chmod(t.abs(d).c_str(), 0755);
     // libldshim must be readable by nobody on its way from the build tree.
-    std::string run = "cd / && setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=" +
-                      quote(t.abs("env")) + " HOME=" + quote(t.abs("evil")) + " XDG_CACHE_HOME=" +
-                      quote(t.abs("evil")) + " LDSHIM_NO_CACHE=0 " + quote(probe) +
-                      " libA.so libB.so libC.so libz.so.1 libnothere.so";
+    std::string run =
+        "cd / && setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=" + quote(t.abs("env")) +
+        " HOME=" + quote(t.abs("evil")) + " XDG_CACHE_HOME=" + quote(t.abs("evil")) + " LDSHIM_NO_CACHE=0 " +
+        quote(probe) + " libA.so libB.so libC.so libz.so.1 libnothere.so";
     int rc = sh(run + " > " + quote(t.abs("out")) + " 2>&1");
     std::string out = read_file(t.abs("out"));
     if (out.find("cannot open shared object file") != std::string::npos && out.find("libldshim") != std::string::npos)
@@ -69,8 +70,8 @@ TEST(Secure, setuid_program_resolves_like_the_loader_and_ignores_the_environment
     // The same program run normally (not secure) finds libA through $ORIGIN
     // and libB through LD_LIBRARY_PATH, and ldshim agrees again.
     sh("chmod 0755 " + quote(probe));
-    rc = sh("cd / && env LD_LIBRARY_PATH=" + quote(t.abs("env")) + " " + quote(probe) +
-            " libA.so libB.so libC.so > " + quote(t.abs("out2")) + " 2>&1");
+    rc = sh("cd / && env LD_LIBRARY_PATH=" + quote(t.abs("env")) + " " + quote(probe) + " libA.so libB.so libC.so > " +
+            quote(t.abs("out2")) + " 2>&1");
     std::string out2 = read_file(t.abs("out2"));
     ASSERT_EQ(rc, 0) << out2;
     EXPECT_EQ(answers(out2, "ldshim"), answers(out2, "loader")) << out2;
@@ -91,8 +92,9 @@ TEST(Secure, ldshim_variables_are_ignored_in_a_setuid_process) {
     ASSERT_EQ(chmod(t.abs("out").c_str(), 0777), 0);
     std::string probe = t.abs("bin/probe");
     ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" + quote(LDSHIM_PRELOAD_DIR) + " -L" +
-                 quote(LDSHIM_LIBDIR) + " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" +
+                 quote(LDSHIM_PRELOAD_DIR) + " -L" + quote(LDSHIM_LIBDIR) +
+                 " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
                  quote(std::string(LDSHIM_PRELOAD_DIR) + ":" + LDSHIM_LIBDIR)),
               0);
     std::string vars = "LDSHIM_DEBUG=1 LDSHIM_CUDA_HOOKS=1 LDSHIM_HOOKS_LOG=" + quote(t.abs("out/hooks.log"));

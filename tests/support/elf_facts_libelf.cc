@@ -1,5 +1,5 @@
-#include "loader/elf_dynamic.h"
 #include "tests/support/elf_facts_libelf.h"
+#include "loader/elf_dynamic.h"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -83,7 +83,8 @@ FactsResult decode(Elf* elf) {
     }
     f.has_dynamic = true;
     Elf_Data* data = dynamic->p_filesz == 0 ? nullptr
-                     : elf_getdata_rawchunk(elf, static_cast<int64_t>(dynamic->p_offset), dynamic->p_filesz, ELF_T_DYN);
+                                            : elf_getdata_rawchunk(elf, static_cast<int64_t>(dynamic->p_offset),
+                                                                   dynamic->p_filesz, ELF_T_DYN);
     if (!data) {
         r.error = "dynamic section lies outside the file";
         return r;

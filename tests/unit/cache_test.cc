@@ -1,6 +1,6 @@
 #include "fake_fs.h"
-#include "loader/ld_cache.h"
 #include "host/loader_query.h"
+#include "loader/ld_cache.h"
 #include "loader/loader_config.h"
 
 #include <gtest/gtest.h>
@@ -98,8 +98,8 @@ protected:
     void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
     void lib(const std::string& rel, const std::string& soname) {
         std::string path = dir_ + "/" + rel;
-        std::string cmd = "mkdir -p \"$(dirname " + path + ")\" && cc -shared -fPIC -o " + path + " " FIXTURE_DIR
-                          "/lib.c -Wl,-soname," + soname;
+        std::string cmd = "mkdir -p \"$(dirname " + path + ")\" && cc -shared -fPIC -o " + path +
+                          " " FIXTURE_DIR "/lib.c -Wl,-soname," + soname;
         ASSERT_EQ(std::system(cmd.c_str()), 0);
     }
     LdCache build(const std::vector<std::string>& dirs, const char* format = "new") {
@@ -127,7 +127,7 @@ TEST_F(PrivateCache, hwcaps_entry_beats_plain_entry_in_earlier_dir) {
     auto hit = c.lookup("libC.so.1", cfg);
     ASSERT_TRUE(hit);
     // The best active glibc-hwcaps name wins whatever its directory.
-    std::string want = cfg.hwcaps_active.empty() ? dir_ + "/dA/libC.so.1"
+    std::string want = cfg.hwcaps_active.empty()             ? dir_ + "/dA/libC.so.1"
                        : cfg.hwcaps_active[0] == "x86-64-v4" ? dir_ + "/dB/glibc-hwcaps/x86-64-v4/libC.so.1"
                        : cfg.hwcaps_active[0] == "x86-64-v3" ? dir_ + "/dA/glibc-hwcaps/x86-64-v3/libC.so.1"
                                                              : dir_ + "/dA/glibc-hwcaps/x86-64-v2/libC.so.1";

@@ -1,5 +1,5 @@
-#include "host/loader_query.h"
 #include "host/loader_in_process.h"
+#include "host/loader_query.h"
 #include "loader/loader_config.h"
 
 #include <gtest/gtest.h>
@@ -51,18 +51,17 @@ TEST(LoaderConfig, parses_glibc_236_help) {
     EXPECT_EQ(cfg->hwcap_searched, 0x2u);
     EXPECT_EQ(cfg->isa_levels, 0xFu);
     // 3 glibc-hwcaps + the 8-entry legacy power set of [x86_64, x86_64, tls].
-    EXPECT_EQ(cfg->subdirs, (std::vector<std::string>{"glibc-hwcaps/x86-64-v4/", "glibc-hwcaps/x86-64-v3/",
-                                                      "glibc-hwcaps/x86-64-v2/", "tls/x86_64/x86_64/", "tls/x86_64/",
-                                                      "tls/x86_64/", "tls/", "x86_64/x86_64/", "x86_64/", "x86_64/",
-                                                      ""}));
+    EXPECT_EQ(cfg->subdirs,
+              (std::vector<std::string>{"glibc-hwcaps/x86-64-v4/", "glibc-hwcaps/x86-64-v3/", "glibc-hwcaps/x86-64-v2/",
+                                        "tls/x86_64/x86_64/", "tls/x86_64/", "tls/x86_64/", "tls/", "x86_64/x86_64/",
+                                        "x86_64/", "x86_64/", ""}));
 }
 
 TEST(LoaderConfig, ld_library_path_entry_labelled_system_is_not_a_system_dir) {
     // ld.so prints an LD_LIBRARY_PATH entry with the label of the pooled
     // directory it shares with the system list.
     std::string text = kHelp236;
-    text.replace(text.find("  (libraries located"), 0,
-                 "  /usr/lib (system search path)\n  /opt/x (LD_LIBRARY_PATH)\n");
+    text.replace(text.find("  (libraries located"), 0, "  /usr/lib (system search path)\n  /opt/x (LD_LIBRARY_PATH)\n");
     auto cfg = parse_ld_so_help(text, nullptr);
     ASSERT_TRUE(cfg);
     EXPECT_EQ(cfg->system_dirs,
@@ -189,7 +188,8 @@ TEST(InProcessConfig, hwcap_mask_follows_ld_so_precedence_and_number_syntax) {
 
 TEST(InProcessConfig, system_directories_are_what_follows_rpath_and_ld_library_path) {
     const std::vector<std::string> sys = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
-    const std::vector<std::string> want = {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"};
+    const std::vector<std::string> want = {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/",
+                                           "/usr/lib/"};
     auto with = [&](std::vector<std::string> head) {
         head.insert(head.end(), sys.begin(), sys.end());
         return head;
@@ -203,8 +203,8 @@ TEST(InProcessConfig, system_directories_are_what_follows_rpath_and_ld_library_p
     p.origin = "/opt/app/bin";
     p.platform = "x86_64";
     p.library_path = "/usr/lib::/lib/x86_64-linux-gnu/;rel//:$ORIGIN/../lib:$LIB/x:$PLATFORM:/usr/lib/";
-    auto serinfo = with({"/usr/lib", ".", "/lib/x86_64-linux-gnu", "rel", "/opt/app/bin/../lib",
-                         "lib/x86_64-linux-gnu/x", "x86_64"});
+    auto serinfo = with(
+        {"/usr/lib", ".", "/lib/x86_64-linux-gnu", "rel", "/opt/app/bin/../lib", "lib/x86_64-linux-gnu/x", "x86_64"});
     EXPECT_EQ(system_dirs_from_serinfo(serinfo, p, &err), want) << err;
 
     // The main program's RPATH comes first ...
@@ -332,9 +332,9 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
         std::string label;
         for (const auto& v : env) label += v + " ";
         SCOPED_TRACE("env: " + label);
-        std::string child = run_capture(
-            {self, "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config", "--gtest_also_run_disabled_tests"},
-            env);
+        std::string child = run_capture({self, "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+                                         "--gtest_also_run_disabled_tests"},
+                                        env);
         std::string got;
         for (std::size_t pos = 0; (pos = child.find("CFG ", pos)) != std::string::npos;) {
             auto nl = child.find('\n', pos);
@@ -355,10 +355,10 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
 // A program started as `ld.so PROGRAM` may carry loader options the process
 // cannot see (--glibc-hwcaps-prepend, --library-path ...): reported, not guessed.
 TEST(InProcessConfig, program_started_through_ld_so_is_reported_not_guessed) {
-    std::string out = run_capture({"/lib64/ld-linux-x86-64.so.2", self_exe(),
-                                   "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
-                                   "--gtest_also_run_disabled_tests"},
-                                  {});
+    std::string out = run_capture(
+        {"/lib64/ld-linux-x86-64.so.2", self_exe(), "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+         "--gtest_also_run_disabled_tests"},
+        {});
     EXPECT_NE(out.find("CFG error no interpreter mapped"), std::string::npos) << out;
     EXPECT_EQ(out.find("CFG system_dir"), std::string::npos) << out;
 }

@@ -12,9 +12,9 @@
 namespace ldshim::testing {
 
 struct ElfSpec {
-    std::uint16_t type = 3;       // ET_DYN
-    std::uint16_t machine = 62;   // EM_X86_64
-    std::uint8_t elf_class = 2;   // ELFCLASS64
+    std::uint16_t type = 3;      // ET_DYN
+    std::uint16_t machine = 62;  // EM_X86_64
+    std::uint8_t elf_class = 2;  // ELFCLASS64
     std::optional<std::string> soname;
     std::vector<std::string> needed;
     std::optional<std::string> rpath, runpath, interp;

@@ -1,9 +1,9 @@
 // The engine over an in-memory filesystem: each test is a scenario named
 // after the rule it pins down, checked through the LD_DEBUG lines it emits
 // and the objects it loads.
+#include "loader/engine.h"
 #include "elf_builder.h"
 #include "fake_fs.h"
-#include "loader/engine.h"
 
 #include <gtest/gtest.h>
 
@@ -190,8 +190,9 @@ TEST(Engine, missing_dependency_fails_startup_with_glibc_text) {
     w.prog({.needed = {"libgone.so"}});
     auto r = w.start();
     EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "./prog: error while loading shared libraries: libgone.so: cannot open shared object file: "
-                       "No such file or directory");
+    EXPECT_EQ(r.error,
+              "./prog: error while loading shared libraries: libgone.so: cannot open shared object file: "
+              "No such file or directory");
 }
 
 TEST(Engine, keep_going_continues_past_missing_library) {
@@ -241,8 +242,9 @@ TEST(Engine, dst_in_needed_is_fatal_in_secure_mode) {
     w.prog({.needed = {"$ORIGIN/o1/libO.so"}});
     auto r = w.start();
     EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "./prog: error while loading shared libraries: $ORIGIN/o1/libO.so: DST not allowed in "
-                       "SUID/SGID programs");
+    EXPECT_EQ(r.error,
+              "./prog: error while loading shared libraries: $ORIGIN/o1/libO.so: DST not allowed in "
+              "SUID/SGID programs");
 }
 
 TEST(Engine, records_how_each_object_was_found) {

@@ -8,18 +8,22 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <cstdio>
 
 using namespace ldshim::loader;
 using namespace ldshim::testing;
 
 TEST(ElfFacts, decodes_dynamic_strings_and_flags) {
-    auto img = build_elf({.soname = "libx.so.1", .needed = {"libc.so.6", "libm.so.6"}, .rpath = "$ORIGIN",
-                          .runpath = "/r", .interp = "/lib64/ld-linux-x86-64.so.2", .flags_1 = 0x800});
+    auto img = build_elf({.soname = "libx.so.1",
+                          .needed = {"libc.so.6", "libm.so.6"},
+                          .rpath = "$ORIGIN",
+                          .runpath = "/r",
+                          .interp = "/lib64/ld-linux-x86-64.so.2",
+                          .flags_1 = 0x800});
     auto r = read_facts(img);
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.facts.needed, (std::vector<std::string>{"libc.so.6", "libm.so.6"}));
@@ -101,7 +105,9 @@ TEST(ElfFacts, compiler_built_library_matches_readelf) {
     char dir[] = "/tmp/ldshim-facts-XXXXXX";
     ASSERT_TRUE(mkdtemp(dir));
     std::string d = dir;
-    std::string cmd = "cc -shared -fPIC -o " + d + "/libf.so " FIXTURE_DIR "/lib.c -Wl,-soname,libf.so.7 "
+    std::string cmd = "cc -shared -fPIC -o " + d +
+                      "/libf.so " FIXTURE_DIR
+                      "/lib.c -Wl,-soname,libf.so.7 "
                       "-Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib' -Wl,-z,now -Wl,--no-as-needed -lm";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     std::ifstream in(d + "/libf.so", std::ios::binary);
@@ -134,7 +140,10 @@ TEST(ElfFacts, fast_reader_agrees_with_libelf_on_system_files) {
             std::stringstream ss;
             ss << in.rdbuf();
             std::string bytes = ss.str();
-            if (bytes.size() < 64 || bytes.compare(0, 4, "\x7f" "ELF") != 0) continue;
+            if (bytes.size() < 64 || bytes.compare(0, 4,
+                                                   "\x7f"
+                                                   "ELF") != 0)
+                continue;
             std::span<const std::byte> img(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
             auto fast = read_facts(img);
             auto ref = read_facts_libelf(img);
@@ -237,7 +246,8 @@ TEST(ElfFacts, a_copy_made_in_too_little_room_says_how_much_room_it_needs) {
         std::vector<std::byte> exact(need), canary(need + 8, std::byte{0x5a});
         EXPECT_EQ(ldshim::loader::copy_loaded_facts(o.base, o.phdr, o.phnum, exact), need) << o.name;
         ldshim::loader::copy_loaded_facts(o.base, o.phdr, o.phnum, std::span(canary).first(need));
-        for (std::size_t i = need; i < canary.size(); ++i) ASSERT_EQ(canary[i], std::byte{0x5a}) << o.name << " wrote past its room";
+        for (std::size_t i = need; i < canary.size(); ++i)
+            ASSERT_EQ(canary[i], std::byte{0x5a}) << o.name << " wrote past its room";
         auto copied = ldshim::loader::decode_loaded_facts(exact);
         auto direct = read_loaded_facts(o.base, o.phdr, o.phnum);
         ASSERT_TRUE(copied.ok) << o.name << ": " << copied.error;

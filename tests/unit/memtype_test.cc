@@ -1,7 +1,7 @@
 // The memory-type registry: edge cases, a property test against a
 // deliberately simple model, and readers racing a writer.
-#include "memtype/registry.h"
 #include "ldshim.h"
+#include "memtype/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -250,8 +250,8 @@ TEST(Memtype, readers_only_see_consistent_published_entries) {
                 Info i = r.lookup(p);
                 reads.fetch_add(1, std::memory_order_relaxed);
                 if (p < i.base || p - i.base >= i.length) bad++;
-                if (i.type != Type::unregistered && (i.type != Type::cuda || i.length != 0x40 ||
-                                                     i.device != f(i.base, i.length, i.generation)))
+                if (i.type != Type::unregistered &&
+                    (i.type != Type::cuda || i.length != 0x40 || i.device != f(i.base, i.length, i.generation)))
                     bad++;
                 Info v = r.lookup(0x10);
                 if (v.type == Type::host) {

@@ -1,7 +1,7 @@
 // glibc's acceptance rules for a candidate file.
-#include "fake_fs.h"
-#include "elf_builder.h"
 #include "loader/verify.h"
+#include "elf_builder.h"
+#include "fake_fs.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -27,7 +27,9 @@ std::string good() { return as_string(build_elf({})); }
 TEST(Verify, native_shared_object_accepted) { EXPECT_EQ(check(good()).verdict, Verdict::accept); }
 
 TEST(Verify, short_file_is_fatal_without_errno) {
-    auto r = check("\x7f" "ELF");
+    auto r = check(
+        "\x7f"
+        "ELF");
     EXPECT_EQ(r.verdict, Verdict::fatal);
     EXPECT_EQ(r.message, "file too short");
     EXPECT_EQ(r.error, 0);
@@ -51,7 +53,9 @@ TEST(Verify, other_class_is_skipped) {
     EXPECT_EQ(check(b).verdict, Verdict::skip_class);
 }
 
-TEST(Verify, other_machine_is_skipped) { EXPECT_EQ(check(as_string(build_elf({.machine = EM_AARCH64}))).verdict, Verdict::skip_machine); }
+TEST(Verify, other_machine_is_skipped) {
+    EXPECT_EQ(check(as_string(build_elf({.machine = EM_AARCH64}))).verdict, Verdict::skip_machine);
+}
 
 TEST(Verify, relocatable_object_is_fatal) {
     auto r = check(as_string(build_elf({.type = ET_REL})));

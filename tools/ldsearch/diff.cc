@@ -184,7 +184,8 @@ int replay_files(const std::vector<std::string>& files, Totals& t) {
         ss << in.rdbuf();
         LogParse p = parse_ld_debug_log(ss.str());
         if (!p.process) {
-            std::fprintf(stderr, "ldsearch: %s: %s: not a capture of LD_DEBUG=libs,files\n", f.c_str(), p.error.c_str());
+            std::fprintf(stderr, "ldsearch: %s: %s: not a capture of LD_DEBUG=libs,files\n", f.c_str(),
+                         p.error.c_str());
             return kBadCapture;
         }
         t.processes += 1 + p.process->forked.size();
@@ -211,7 +212,8 @@ int summary(const Totals& t) {
         std::printf("%zu searches in %zu %s: all identical%s\n", t.searches, t.processes, procs, skipped.c_str());
         return kSame;
     }
-    std::printf("%zu of %zu searches in %zu %s differ%s\n", t.different, t.searches, t.processes, procs, skipped.c_str());
+    std::printf("%zu of %zu searches in %zu %s differ%s\n", t.different, t.searches, t.processes, procs,
+                skipped.c_str());
     return kDiffer;
 }
 

@@ -15,22 +15,22 @@
 namespace ldsearch {
 
 struct LoggedLookup {
-    std::string name;                 // what was looked up
-    std::string requester;            // "needed by X" / "dynamically loaded by X"
-    bool dynamic = false;             // dlopen (dynamically loaded) rather than DT_NEEDED
-    unsigned long ns = 0;             // link-map namespace
-    std::vector<std::string> lines;   // its search lines, in order (may be empty)
+    std::string name;                // what was looked up
+    std::string requester;           // "needed by X" / "dynamically loaded by X"
+    bool dynamic = false;            // dlopen (dynamically loaded) rather than DT_NEEDED
+    unsigned long ns = 0;            // link-map namespace
+    std::vector<std::string> lines;  // its search lines, in order (may be empty)
 };
 
 struct LoggedProgram {
-    std::string argv0;                      // as the loader names it ("initialize program:")
-    std::vector<LoggedLookup> startup;      // before "transferring control"
-    std::vector<LoggedLookup> later;        // after it: dlopen and their dependencies
+    std::string argv0;                  // as the loader names it ("initialize program:")
+    std::vector<LoggedLookup> startup;  // before "transferring control"
+    std::vector<LoggedLookup> later;    // after it: dlopen and their dependencies
 };
 
 struct LoggedProcess {
     long pid = 0;
-    std::vector<long> forked;  // children that wrote into this file (fork without exec)
+    std::vector<long> forked;             // children that wrote into this file (fork without exec)
     std::vector<LoggedProgram> programs;  // one per exec
 };
 

@@ -145,8 +145,10 @@ ParseResult parse_check_mode(int argc, char** argv) {
             ++i;
             break;
         }
-        if (std::strcmp(argv[i], "--keep") == 0) o.keep = true;
-        else return usage(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] [--json] -- COMMAND)");
+        if (std::strcmp(argv[i], "--keep") == 0)
+            o.keep = true;
+        else
+            return usage(std::string("--diff: unexpected '") + argv[i] + "' (use --diff [--keep] [--json] -- COMMAND)");
     }
     for (; i < argc; ++i) o.operands.emplace_back(argv[i]);
     if (o.operands.empty()) return usage(diff ? "--diff: missing COMMAND after --" : "--replay: missing LOG");
@@ -196,8 +198,8 @@ bool parse_option(const std::string& a, char** argv, int& i, Options& o, std::st
         if (name != "LD_LIBRARY_PATH" && name != "LD_PRELOAD" && name != "LD_ORIGIN_PATH")
             error = "--env: unsupported variable '" + name + "'";
         else
-            o.env_over.emplace_back(name, eq == std::string::npos ? std::nullopt
-                                                                  : std::optional<std::string>(kv.substr(eq + 1)));
+            o.env_over.emplace_back(
+                name, eq == std::string::npos ? std::nullopt : std::optional<std::string>(kv.substr(eq + 1)));
     } else if (a == "--no-config-cache") {
         o.no_cache = true;
     } else if (a == "--all-lines") {

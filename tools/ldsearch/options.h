@@ -13,8 +13,8 @@ enum Exit : int {
     kOk = 0,
     kLoadFailed = 1,  // the program would not start, or a dlopen would fail
     kUsage = 2,
-    kBadInput = 3,    // PROGRAM missing, unreadable, not ELF or not for this loader
-    kLoaderQuery = 4, // the loader's configuration could not be read
+    kBadInput = 3,     // PROGRAM missing, unreadable, not ELF or not for this loader
+    kLoaderQuery = 4,  // the loader's configuration could not be read
 };
 
 enum class Mode { search, tree, why, diff, replay };

@@ -4,9 +4,9 @@
 // formats.
 #pragma once
 
-#include "tools/ldsearch/dep_tree.h"
 #include "loader/engine.h"
 #include "loader/trace.h"
+#include "tools/ldsearch/dep_tree.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,8 +30,8 @@ struct Colors {
 // TERM is "dumb".
 bool want_colors(const std::string& when, std::FILE* out);
 
-void print_tree(std::FILE* out, const ldshim::loader::Engine& e, const DepNode& root,
-                const std::string& argv0, const Colors& c);
+void print_tree(std::FILE* out, const ldshim::loader::Engine& e, const DepNode& root, const std::string& argv0,
+                const Colors& c);
 nlohmann::json tree_json(const ldshim::loader::Engine& e, const DepNode& root, const std::string& argv0);
 
 // The searches of a trace, one object per find_library: its LD_DEBUG lines,

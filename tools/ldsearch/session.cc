@@ -36,7 +36,8 @@ std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<
     for (const auto& s : cfg.subdirs)
         if (s.rfind("glibc-hwcaps/", 0) != 0) legacy.push_back(s);
     if (platform) {
-        if (platform->empty() || platform->find('/') != std::string::npos) return "--platform: not a name: '" + *platform + "'";
+        if (platform->empty() || platform->find('/') != std::string::npos)
+            return "--platform: not a name: '" + *platform + "'";
         for (auto& s : legacy) {
             std::string out;
             for (auto part : split_path(s, "/")) {
@@ -52,7 +53,8 @@ std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<
         cfg.isa_levels = 1;
         if (*hwcaps != "none")
             for (auto n : split_path(*hwcaps, ",")) {
-                if (n.empty() || n.find('/') != std::string_view::npos) return "--hwcaps: bad name in '" + *hwcaps + "'";
+                if (n.empty() || n.find('/') != std::string_view::npos)
+                    return "--hwcaps: bad name in '" + *hwcaps + "'";
                 cfg.hwcaps_active.emplace_back(n);
                 if (n == "x86-64-v2") cfg.isa_levels |= 2;
                 if (n == "x86-64-v3") cfg.isa_levels |= 4;

@@ -18,8 +18,7 @@ std::string list_of(const Engine& e, const TraceEvent& ev, const std::string& wh
 }
 
 // A skipped event as an item: what was left out and why, in words.
-WhyItem skipped_item(const Engine& e, const TraceEvent& ev, const std::string& requester,
-                     const std::string& argv0) {
+WhyItem skipped_item(const Engine& e, const TraceEvent& ev, const std::string& requester, const std::string& argv0) {
     std::string who = ev.object >= 0 ? object_display(e, ev.object, argv0) : "";
     auto item = [](std::string where, std::string reason) {
         return WhyItem{WhyItem::Kind::skipped, std::move(where), std::move(reason)};
@@ -29,10 +28,13 @@ WhyItem skipped_item(const Engine& e, const TraceEvent& ev, const std::string& r
             return item(list_of(e, ev, who),
                         "not searched: " + requester + " has a RUNPATH, which turns off every RPATH of the chain");
         case Skip::runpath_not_inherited:
-            return item(list_of(e, ev, who), "not searched: a RUNPATH serves only the object's own dependencies (it is "
-                                             "not inherited by " + requester + ")");
+            return item(list_of(e, ev, who),
+                        "not searched: a RUNPATH serves only the object's own dependencies (it is "
+                        "not inherited by " +
+                            requester + ")");
         case Skip::list_dropped:
-            return item(list_of(e, ev, who), "not searched: all its directories were found missing by an earlier lookup");
+            return item(list_of(e, ev, who),
+                        "not searched: all its directories were found missing by an earlier lookup");
         case Skip::element_dropped: return item(list_name(ev.label) + " element " + ev.text + " of " + who, ev.detail);
         case Skip::dir_missing: return item(ev.text, "the directory does not exist");
         case Skip::library_path_secure: return item("LD_LIBRARY_PATH", "ignored in secure mode (AT_SECURE)");
@@ -70,8 +72,8 @@ std::string verdict(const std::string& name, const std::optional<TraceEvent>& re
 
 }  // namespace
 
-WhyReport explain_lookup(const Engine& e, int requester, const std::string& name,
-                         const std::vector<TraceEvent>& events, const std::string& argv0) {
+WhyReport explain_lookup(const Engine& e, int requester, const std::string& name, const std::vector<TraceEvent>& events,
+                         const std::string& argv0) {
     using K = TraceEvent::Kind;
     WhyReport r;
     if (name.find('/') != std::string::npos)
@@ -79,8 +81,8 @@ WhyReport explain_lookup(const Engine& e, int requester, const std::string& name
                            "the name contains a slash: it is opened as given (relative names from the current "
                            "directory) and no directory is searched"});
     if (e.secure())
-        r.items.push_back({WhyItem::Kind::note, "secure mode",
-                           "AT_SECURE: LD_LIBRARY_PATH is ignored and $ORIGIN is restricted"});
+        r.items.push_back(
+            {WhyItem::Kind::note, "secure mode", "AT_SECURE: LD_LIBRARY_PATH is ignored and $ORIGIN is restricted"});
 
     // The lookup's own result names it (detail); later events belong to the
     // dependencies a dlopen loads with it.

@@ -18,9 +18,9 @@ using namespace ldshim::loader;  // NOLINT(google-build-using-namespace)
 
 struct WhyItem {
     enum class Kind : std::uint8_t {
-        searched,     // a place the loader looked: "found" / "no such file" / rejection reason
-        skipped,      // a list or directory the loader did not look in, and why
-        note,         // context (the name has a slash, secure mode, ...)
+        searched,  // a place the loader looked: "found" / "no such file" / rejection reason
+        skipped,   // a list or directory the loader did not look in, and why
+        note,      // context (the name has a slash, secure mode, ...)
     };
     Kind kind;
     std::string where;   // the directory, file or list concerned
@@ -36,7 +36,7 @@ struct WhyReport {
 // `requester`: the object whose lookup it was (its loader chain decides the
 // lists); `events`: that lookup's trace, from find_library (or nothing, for
 // a name with a slash or an already loaded one) to its result.
-WhyReport explain_lookup(const Engine& e, int requester, const std::string& name,
-                         const std::vector<TraceEvent>& events, const std::string& argv0);
+WhyReport explain_lookup(const Engine& e, int requester, const std::string& name, const std::vector<TraceEvent>& events,
+                         const std::string& argv0);
 
 }  // namespace ldsearch

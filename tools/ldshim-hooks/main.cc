@@ -64,8 +64,10 @@ void report(std::istream& in, std::ostream& out, bool raw) {
     std::vector<std::string> notes;
     for (std::string line; std::getline(in, line);) {
         if (line.empty()) continue;
-        if (line[0] == '#') notes.push_back(line);
-        else rows.push_back(split(line));
+        if (line[0] == '#')
+            notes.push_back(line);
+        else
+            rows.push_back(split(line));
     }
     if (raw) {
         for (const auto& r : rows) {
@@ -74,7 +76,8 @@ void report(std::istream& in, std::ostream& out, bool raw) {
         }
     } else {
         // status object symbol version slot old new target detail
-        std::vector<std::string> head = {"STATUS", "OBJECT", "SYMBOL", "VERSION", "SLOT", "OLD -> NEW", "CALLS", "DETAIL"};
+        std::vector<std::string> head = {"STATUS", "OBJECT",     "SYMBOL", "VERSION",
+                                         "SLOT",   "OLD -> NEW", "CALLS",  "DETAIL"};
         std::vector<std::vector<std::string>> table = {head};
         for (const auto& r : rows) {
             if (r.size() < 9) continue;
@@ -190,7 +193,7 @@ bool run_with_hooks(const std::string& preload, const char* log_path, char** com
 // when -o FILE cannot be written.
 bool print_log(const char* log_path, const Options& o, const char* command, int rc) {
     std::ifstream in(log_path);
-    struct stat st{};
+    struct stat st {};
     bool have_log = stat(log_path, &st) == 0 && st.st_size > 0;
     std::ofstream file;
     if (!o.output.empty()) {
