@@ -42,15 +42,36 @@ extern "C" {
 #define HOOK extern "C" [[gnu::visibility("hidden")]]
 
 // ---- Runtime: allocations ------------------------------------------------
-#define RT_ALLOC(name, type, params, args, base_expr, len_expr, device_expr)                         \
-    HOOK cudaError_t ldshim_hook_##name params {                                                     \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                           \
-        if (!real) return kRuntimeNoTarget;                                                          \
-        ReentryGuard g;                                                                              \
-        cudaError_t r = real args;                                                                   \
-        if (r == cudaSuccess && g.record()) on_alloc(type, base_expr, len_expr, device_expr, #name); \
-        return r;                                                                                    \
+// The one recipe of an allocation hook: call what the slot held, and on
+// success (and outside ldshim's own calls) record the range.  The runtime
+// and the driver differ only in their result type and codes.  `fn`, `id`
+// and `label` come pasted and quoted from the entry's name by the wrappers
+// below: cuda.h defines some names as macros (cuMemAlloc is cuMemAlloc_v2),
+// which a name passed on unpasted would become.
+#define ALLOC_HOOK(ret, no_target, success, fn, id, label, type, params, args, base_expr, len_expr, device_expr) \
+    HOOK ret fn params {                                                                                         \
+        auto real = next<decltype(&fn)>(HookId::id);                                                             \
+        if (!real) return no_target;                                                                             \
+        ReentryGuard g;                                                                                          \
+        ret r = real args;                                                                                       \
+        if (r == success && g.record()) on_alloc(type, base_expr, len_expr, device_expr, label);                 \
+        return r;                                                                                                \
     }
+// The one recipe of a free hook: forget the range first (a racing
+// allocation may reuse it at once), put it back if the free fails.
+#define FREE_HOOK(ret, no_target, success, fn, id, label, params, args, base) \
+    HOOK ret fn params {                                                      \
+        auto real = next<decltype(&fn)>(HookId::id);                          \
+        if (!real) return no_target;                                          \
+        ReentryGuard g;                                                       \
+        Removed rm;                                                           \
+        if (g.record()) rm = on_free(base, label);                            \
+        ret r = real args;                                                    \
+        if (r != success) undo_free(rm, label);                               \
+        return r;                                                             \
+    }
+#define RT_ALLOC(name, ...) \
+    ALLOC_HOOK(cudaError_t, kRuntimeNoTarget, cudaSuccess, ldshim_hook_##name, k_##name, #name, __VA_ARGS__)
 
 // A table, one hooked function per entry:
 // clang-format off
@@ -88,17 +109,8 @@ HOOK cudaError_t ldshim_hook_cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t h
 }
 
 // ---- Runtime: frees --------------------------------------------------------
-#define RT_FREE(name, params, args, ptr)                                   \
-    HOOK cudaError_t ldshim_hook_##name params {                           \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name); \
-        if (!real) return kRuntimeNoTarget;                                \
-        ReentryGuard g;                                                    \
-        Removed rm;                                                        \
-        if (g.record()) rm = on_free(addr(ptr), #name);                    \
-        cudaError_t r = real args;                                         \
-        if (r != cudaSuccess) undo_free(rm, #name);                        \
-        return r;                                                          \
-    }
+#define RT_FREE(name, params, args, ptr) \
+    FREE_HOOK(cudaError_t, kRuntimeNoTarget, cudaSuccess, ldshim_hook_##name, k_##name, #name, params, args, addr(ptr))
 
 RT_FREE(cudaFree, (void* p), (p), p)
 RT_FREE(cudaFreeAsync, (void* p, cudaStream_t s), (p, s), p)
@@ -147,15 +159,8 @@ HOOK cudaError_t ldshim_hook_cudaGetDriverEntryPointByVersion_ptsz(const char* s
 }
 
 // ---- Driver: allocations ----------------------------------------------------
-#define DRV_ALLOC(name, type, params, args, base_expr, len_expr, device_expr)                         \
-    HOOK CUresult ldshim_hook_##name params {                                                         \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name);                            \
-        if (!real) return kDriverNoTarget;                                                            \
-        ReentryGuard g;                                                                               \
-        CUresult r = real args;                                                                       \
-        if (r == CUDA_SUCCESS && g.record()) on_alloc(type, base_expr, len_expr, device_expr, #name); \
-        return r;                                                                                     \
-    }
+#define DRV_ALLOC(name, ...) \
+    ALLOC_HOOK(CUresult, kDriverNoTarget, CUDA_SUCCESS, ldshim_hook_##name, k_##name, #name, __VA_ARGS__)
 
 // A table, one hooked function per entry:
 // clang-format off
@@ -225,17 +230,8 @@ HOOK CUresult ldshim_hook_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmem
 }
 
 // ---- Driver: frees ----------------------------------------------------------
-#define DRV_FREE(name, params, args, ptr)                                  \
-    HOOK CUresult ldshim_hook_##name params {                              \
-        auto real = next<decltype(&ldshim_hook_##name)>(HookId::k_##name); \
-        if (!real) return kDriverNoTarget;                                 \
-        ReentryGuard g;                                                    \
-        Removed rm;                                                        \
-        if (g.record()) rm = on_free(ptr, #name);                          \
-        CUresult r = real args;                                            \
-        if (r != CUDA_SUCCESS) undo_free(rm, #name);                       \
-        return r;                                                          \
-    }
+#define DRV_FREE(name, params, args, ptr) \
+    FREE_HOOK(CUresult, kDriverNoTarget, CUDA_SUCCESS, ldshim_hook_##name, k_##name, #name, params, args, ptr)
 
 DRV_FREE(cuMemFree, (DevicePtrV1 p), (p), p)
 DRV_FREE(cuMemFree_v2, (CUdeviceptr p), (p), p)

@@ -122,10 +122,49 @@ ParseResult usage(std::string msg) {
 
 // Checked before an option is handled, so that a missing value is reported
 // as "requires an argument" whatever the option.
+// The options of the search, tree and why modes that set one member.
+struct FlagOption {
+    const char* name;
+    bool Options::*field;
+};
+constexpr FlagOption kFlags[] = {
+    {"--keep-going", &Options::keep_going},
+    {"--inhibit-cache", &Options::inhibit_cache},
+    {"--no-config-cache", &Options::no_cache},
+    {"--all-lines", &Options::all_lines},
+    {"--json", &Options::json},
+};
+struct ValueOption {
+    const char* name;
+    std::optional<std::string> Options::*field;
+};
+constexpr ValueOption kValues[] = {
+    {"--library-path", &Options::library_path},
+    {"--inhibit-rpath", &Options::inhibit_rpath},
+    {"--cache", &Options::cache_file},
+    {"--ld-so", &Options::ld_so},
+    {"--root", &Options::root},
+    {"--platform", &Options::platform},
+    {"--hwcaps", &Options::hwcaps},
+    {"--lib", &Options::dst_lib},
+};
+struct OpOption {
+    const char* name;
+    Op::Kind kind;
+};
+constexpr OpOption kOps[] = {
+    {"--dlopen", Op::Kind::dlopen},
+    {"--dlopen-noload", Op::Kind::noload},
+    {"--dlmopen", Op::Kind::dlmopen},
+    {"--from", Op::Kind::from},
+};
+
 bool takes_value(const std::string& a) {
-    for (const char* o : {"--dlopen", "--dlopen-noload", "--dlmopen", "--from", "--library-path", "--inhibit-rpath",
-                          "--cache", "--ld-so", "--root", "--platform", "--hwcaps", "--lib", "--env"})
-        if (a == o) return true;
+    if (a == "--env") return true;
+    for (const auto& v : kValues)
+        if (a == v.name) return true;
+    for (const auto& op : kOps)
+        if (a == op.name) return true;
     return false;
 }
 
@@ -159,38 +198,23 @@ ParseResult parse_check_mode(int argc, char** argv) {
 // one, is argv[++i].  Returns false if `a` is no such option, and sets
 // `error` for a bad value.
 bool parse_option(const std::string& a, char** argv, int& i, Options& o, std::string& error) {
-    if (a == "--dlopen") {
-        o.ops.push_back({Op::Kind::dlopen, argv[++i]});
-    } else if (a == "--dlopen-noload") {
-        o.ops.push_back({Op::Kind::noload, argv[++i]});
-    } else if (a == "--dlmopen") {
-        o.ops.push_back({Op::Kind::dlmopen, argv[++i]});
-    } else if (a == "--from") {
-        o.ops.push_back({Op::Kind::from, argv[++i]});
-    } else if (a == "--keep-going") {
-        o.keep_going = true;
-    } else if (a == "--secure") {
-        o.secure = true;
-    } else if (a == "--no-secure") {
-        o.secure = false;
-    } else if (a == "--library-path") {
-        o.library_path = argv[++i];
-    } else if (a == "--inhibit-rpath") {
-        o.inhibit_rpath = argv[++i];
-    } else if (a == "--inhibit-cache") {
-        o.inhibit_cache = true;
-    } else if (a == "--cache") {
-        o.cache_file = argv[++i];
-    } else if (a == "--ld-so") {
-        o.ld_so = argv[++i];
-    } else if (a == "--root") {
-        o.root = argv[++i];
-    } else if (a == "--platform") {
-        o.platform = argv[++i];
-    } else if (a == "--hwcaps") {
-        o.hwcaps = argv[++i];
-    } else if (a == "--lib") {
-        o.dst_lib = argv[++i];
+    for (const auto& f : kFlags)
+        if (a == f.name) {
+            o.*f.field = true;
+            return true;
+        }
+    for (const auto& v : kValues)
+        if (a == v.name) {
+            o.*v.field = argv[++i];
+            return true;
+        }
+    for (const auto& op : kOps)
+        if (a == op.name) {
+            o.ops.push_back({op.kind, argv[++i]});
+            return true;
+        }
+    if (a == "--secure" || a == "--no-secure") {
+        o.secure = a == "--secure";
     } else if (a == "--env") {
         std::string kv = argv[++i];
         auto eq = kv.find('=');
@@ -200,12 +224,6 @@ bool parse_option(const std::string& a, char** argv, int& i, Options& o, std::st
         else
             o.env_over.emplace_back(
                 name, eq == std::string::npos ? std::nullopt : std::optional<std::string>(kv.substr(eq + 1)));
-    } else if (a == "--no-config-cache") {
-        o.no_cache = true;
-    } else if (a == "--all-lines") {
-        o.all_lines = true;
-    } else if (a == "--json") {
-        o.json = true;
     } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
         o.color = a.size() > 8 ? a.substr(8) : "always";
         if (o.color != "auto" && o.color != "always" && o.color != "never")
