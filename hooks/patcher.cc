@@ -7,9 +7,9 @@
 #include "hooks/table.h"
 #include "host/libc.h"
 #include "host/loaded_objects.h"
+#include "host/settings.h"
 #include "ldshim.h"
 #include "memtype/epoch.h"
-#include "resolver/settings.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -180,7 +180,7 @@ void Patcher::publish_loader_targets_locked() {
 int Patcher::install(unsigned flags) {
     if (flags == 0 || (flags & ~(LDSHIM_HOOK_CUDA | LDSHIM_HOOK_DLOPEN))) return LDSHIM_ERR_INVALID_ARGUMENT;
     if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
-    if (resolver::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
+    if (host::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
     std::lock_guard lock(mu_);
     if (!installed_) pin_self();
     installed_ = true;

@@ -1,16 +1,7 @@
 #include "loader/fs.h"
 
-#include "loader/path_pool.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <climits>
-#include <cstdlib>
+#include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace ldshim::loader {
 

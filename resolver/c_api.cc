@@ -12,14 +12,14 @@
 // through to `next` unchanged.  No exception leaves, no function-local static
 // is initialised on these paths, and no lock is held across `next`.
 //
-// Settings, read once (ignored in secure mode, like LD_DEBUG):
+// Settings (host/settings.h), read once (ignored in secure mode):
 //   LDSHIM_DISABLE=1  every call passes through; no hook is written
 //   LDSHIM_DEBUG=1    one line per decision on stderr
 #include "hooks/patcher.h"
 #include "host/libc.h"
+#include "host/settings.h"
 #include "ldshim.h"
 #include "resolver/live_process.h"
-#include "resolver/settings.h"
 
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -36,29 +36,6 @@
 namespace ldshim::resolver {
 
 namespace {
-
-Settings g_settings{};
-std::atomic<bool> g_ready{false};
-
-bool flag(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v && *v != '0';
-}
-
-// Runs before any constructor of a library that depends on libldshim (the
-// preload's included), so their calls find the settings ready.
-[[gnu::constructor]] void read_settings() {
-    Settings s{};
-    if (!getauxval(AT_SECURE)) {
-        s.disabled = flag("LDSHIM_DISABLE");
-        s.debug = flag("LDSHIM_DEBUG");
-    }
-    g_settings = s;
-    // glibc's functions now: looked up later, inside dlerror(), the lookup
-    // itself would clear the error being asked for.
-    ldshim::host::find_libc_functions();
-    g_ready.store(true, std::memory_order_release);
-}
 
 // This thread is inside the model (its construction may itself dlopen).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_inside = false;
@@ -126,9 +103,10 @@ bool ask_model(const void* caller, const char* file, int mode, bool fresh_namesp
 // and the call must pass through.
 bool decide(const char* call, const void* caller, const char* file, int mode, bool fresh_namespace, const void* next,
             Resolution& r) noexcept {
-    if (!file || !g_ready.load(std::memory_order_acquire) || g_settings.disabled) return false;
-    if (!ask_model(caller, file, mode, fresh_namespace, g_settings.debug, r)) return false;
-    if (g_settings.debug) {
+    const host::Settings& settings = host::settings();
+    if (!file || !host::settings_ready() || settings.disabled) return false;
+    if (!ask_model(caller, file, mode, fresh_namespace, settings.debug, r)) return false;
+    if (settings.debug) {
         try {
             log_decision(call, file, r, next);
         } catch (...) {
@@ -160,9 +138,6 @@ bool came_back(const char* file, const void* next) {
 }
 
 }  // namespace
-
-const Settings& settings() { return g_settings; }
-bool settings_ready() { return g_ready.load(std::memory_order_acquire); }
 
 }  // namespace ldshim::resolver
 

@@ -6,8 +6,8 @@
 // need this -- ldshim's front hooks know the slot's object exactly.
 #include "hooks/patcher.h"
 #include "host/libc.h"
+#include "host/settings.h"
 #include "ldshim.h"
-#include "resolver/settings.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -84,7 +84,7 @@ std::atomic<unsigned long long> g_checked_at{~0ull};
 bool interposes_dlopen(const Extent& e) {
     if (!e.map) return false;
     if (defines_dlopen_cached(e)) return true;
-    if (!ldshim::resolver::settings_ready()) return false;  // start-up: the slots are being written now
+    if (!ldshim::host::settings_ready()) return false;  // start-up: the slots are being written now
     ldshim::host::LoadCounters c = ldshim::host::load_counters();
     unsigned long long g = c.adds + (c.subs << 32);
     if (g_checked_at.load(std::memory_order_acquire) == g) return false;

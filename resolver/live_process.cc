@@ -3,7 +3,7 @@
 #include "host/libc.h"
 #include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
-#include "resolver/settings.h"
+#include "host/settings.h"
 
 #include <pthread.h>
 
