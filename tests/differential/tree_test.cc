@@ -512,20 +512,63 @@ TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
     sh("rm -rf " + quote(dir));
 }
 
-TEST(Diff, a_corrupted_capture_is_a_clear_error) {
+TEST(Diff, a_line_it_cannot_place_is_named_and_skipped_and_a_text_that_is_no_log_is_an_error) {
     Tree t;
     t.write("bad.1", "     123:\tfind library=libx.so [0]; searching\nthis is not a loader line\n");
-    t.write("bad.2", "     123:\t  trying file=/x/libx.so\n");
+    t.write("bad.2", "     123:\t  trying file=/x/libx.so\n     123:\tfile=libx.so [0];  weighed by y [0]\n");
+    for (const char* f : {"bad.1", "bad.2"}) {
+        DiffRun d = diff_run(t, std::string("--replay ") + f);
+        EXPECT_EQ(d.status, 0) << f << "\n" << d.out;
+        EXPECT_NE(d.out.find(std::string(f) + ": line "), std::string::npos) << d.out;
+        EXPECT_NE(d.out.find(", skipped"), std::string::npos) << d.out;
+        EXPECT_NE(d.out.find("2 log lines not understood"), std::string::npos) << d.out;
+    }
     t.write("bad.3", std::string("\x7f"
                                  "ELF\x02\x01\x01\0\0\0\0",
                                  11));
-    for (const char* f : {"bad.1", "bad.2", "bad.3"}) {
-        DiffRun d = diff_run(t, std::string("--replay ") + f);
-        EXPECT_EQ(d.status, 3) << f << "\n" << d.out;
-        EXPECT_NE(d.out.find(std::string(f) + ": line "), std::string::npos) << d.out;
-        EXPECT_NE(d.out.find("not a capture of LD_DEBUG=libs,files"), std::string::npos) << d.out;
-    }
+    DiffRun d = diff_run(t, "--replay bad.3");
+    EXPECT_EQ(d.status, 3) << d.out;
+    EXPECT_NE(d.out.find("bad.3: no line of the loader's debug output"), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find("not a capture of LD_DEBUG=libs,files"), std::string::npos) << d.out;
     EXPECT_EQ(diff_run(t, "--replay nothere.log").status, 3);
     EXPECT_EQ(diff_run(t, "--diff").status, 2) << "no command";
     EXPECT_EQ(diff_run(t, "--diff -- /nonexistent/program").status, 125);
+}
+
+// dlclose writes "destroying link map" (and a symbol binding a
+// "(relocation dependency)" line); an object that was unloaded is searched
+// again by the next dlopen of its name, in the loader and in the replay.
+TEST(Diff, dlclose_and_relocation_dependencies_are_read_and_replayed) {
+    Tree t;
+    t.write("a.c", "int a_value(void) { return 7; }\n");
+    t.write("b.c", "extern int a_value(void);\nint b_value(void) { return a_value() + 1; }\n");
+    t.write("m.c",
+            "#include <dlfcn.h>\n#include <stdio.h>\n"
+            "int main(void) {\n"
+            "  void* a = dlopen(\"liba.so\", RTLD_NOW | RTLD_GLOBAL);\n"
+            "  void* b = dlopen(\"libb.so\", RTLD_NOW);\n"
+            "  if (!a || !b) return 1;\n"
+            "  printf(\"%d\\n\", ((int (*)(void))dlsym(b, \"b_value\"))());\n"
+            "  dlclose(b);\n  dlclose(a);\n"
+            "  a = dlopen(\"liba.so\", RTLD_NOW);\n"
+            "  return a ? 0 : 1;\n}\n");
+    t.mkdir("d");
+    ASSERT_EQ(sh("cd " + quote(t.root()) +
+                 " && cc -shared -fPIC -o d/liba.so a.c && cc -shared -fPIC -o d/libb.so b.c && "
+                 "cc -o m m.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 quote(t.abs("d"))),
+              0);
+    DiffRun k = diff_run(t, "--diff --keep -- ./m");
+    EXPECT_EQ(k.status, 0) << k.out;
+    // liba.so is searched twice: before and after the dlclose that unloaded it.
+    EXPECT_NE(k.out.find("4 searches in 1 process: all identical"), std::string::npos) << k.out;
+    EXPECT_EQ(k.out.find("skipped"), std::string::npos) << k.out;
+    auto at = k.out.find("capture kept in ");
+    ASSERT_NE(at, std::string::npos) << k.out;
+    std::string dir = k.out.substr(at + 16, k.out.find('\n', at) - at - 16);
+    std::string log;
+    for (const auto& f : read_lines_glob(dir + "/ld.*")) log += read_file(f);
+    EXPECT_NE(log.find("destroying link map"), std::string::npos) << log;
+    EXPECT_NE(log.find("(relocation dependency)"), std::string::npos) << log;
+    sh("rm -rf " + quote(dir));
 }

@@ -73,6 +73,7 @@ std::vector<std::string> search_lines(const std::vector<TraceEvent>& events) {
 
 struct Totals {
     std::size_t searches = 0, different = 0, processes = 0, skipped = 0;
+    std::size_t unread = 0;  // log lines the parser could not place
     bool json = false;
     nlohmann::json differences = nlohmann::json::array();
     std::vector<std::string> notes;  // what was skipped, and why
@@ -147,9 +148,14 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
     // Each dlopen with the lookups of its dependencies.
     for (std::size_t i = 0; i < prog.later.size();) {
         const LoggedLookup& d = prog.later[i];
+        if (d.unload) {  // dlclose: a later dlopen of it searches again
+            if (int idx = d.ns == 0 ? engine.find_object(d.name) : -1; idx >= 0) engine.forget(idx);
+            ++i;
+            continue;
+        }
         std::vector<std::string> lines = d.lines;
         std::size_t j = i + 1;
-        for (; j < prog.later.size() && !prog.later[j].dynamic; ++j)
+        for (; j < prog.later.size() && !prog.later[j].dynamic && !prog.later[j].unload; ++j)
             lines.insert(lines.end(), prog.later[j].lines.begin(), prog.later[j].lines.end());
         std::string what = head + ", dlopen(\"" + d.name + "\") from " + d.requester;
         if (!d.dynamic || d.ns != 0) {
@@ -188,6 +194,10 @@ int replay_files(const std::vector<std::string>& files, Totals& t) {
                          p.error.c_str());
             return kBadCapture;
         }
+        for (const auto& w : p.warnings) std::fprintf(stderr, "ldsearch: %s: %s\n", f.c_str(), w.c_str());
+        if (p.unread > p.warnings.size())
+            std::fprintf(stderr, "ldsearch: %s: %zu more lines skipped\n", f.c_str(), p.unread - p.warnings.size());
+        t.unread += p.unread;
         t.processes += 1 + p.process->forked.size();
         for (const auto& prog : p.process->programs) replay_program(p.process->pid, prog, t);
     }
@@ -201,12 +211,14 @@ int summary(const Totals& t) {
                               {"compared", t.searches},
                               {"different", t.different},
                               {"skipped", t.notes},
+                              {"unread_lines", t.unread},
                               {"differences", t.differences},
                               {"exit_status", t.different ? kDiffer : kSame}};
         std::printf("%s\n", doc.dump(2).c_str());
         return t.different ? kDiffer : kSame;
     }
     std::string skipped = t.skipped ? " (" + std::to_string(t.skipped) + " skipped, see above)" : "";
+    if (t.unread) skipped += " (" + std::to_string(t.unread) + " log lines not understood, see above)";
     const char* procs = t.processes == 1 ? "process" : "processes";
     if (t.different == 0) {
         std::printf("%zu searches in %zu %s: all identical%s\n", t.searches, t.processes, procs, skipped.c_str());

@@ -53,11 +53,26 @@ bool split_debug_line(std::string_view line, long& pid, std::string_view& payloa
     return true;
 }
 
-// "file=X [0];  generating link map" and friends: file= lines that are not a lookup.
+// file= lines that are not a lookup: "file=X [0];  generating link map"
+// (dl-load.c), and a symbol binding that made X a dependency of Y:
+// "file=X [0];  needed by Y [0] (relocation dependency)" (dl-lookup.c).
 bool is_file_note(std::string_view p) {
-    return p.find(";  generating link map") != std::string_view::npos ||
-           p.find("  dynamic: ") != std::string_view::npos || p.find("  entry: ") != std::string_view::npos ||
-           p.find("  phdr: ") != std::string_view::npos;
+    return p.ends_with(";  generating link map") || p.ends_with(" (relocation dependency)");
+}
+
+// "file=X [NS];  destroying link map" (dl-close.c): dlclose unloaded X.
+bool parse_unload(std::string_view p, LoggedLookup& out) {
+    constexpr std::string_view kTail = ";  destroying link map";
+    if (!starts(p, "file=") || !p.ends_with(kTail)) return false;
+    p = p.substr(5, p.size() - 5 - kTail.size());
+    auto br = p.rfind(" [");
+    if (br == std::string_view::npos || p.back() != ']') return false;
+    out.name = std::string(p.substr(0, br));
+    std::string ns(p.substr(br + 2, p.size() - br - 3));
+    char* end = nullptr;
+    out.ns = std::strtoul(ns.c_str(), &end, 10);
+    out.unload = true;
+    return !ns.empty() && !*end;
 }
 
 bool is_search_line(std::string_view p) {
@@ -78,11 +93,15 @@ struct LogReader {
     // is a new program exec'd in the same process.
     std::set<std::string, std::less<>> known;
 
+    bool any_loader_line = false;
+
+    // nullptr, or why the line was skipped.
     const char* take_line(std::string_view line) {
         if (line.empty()) return nullptr;
         long pid = 0;
         std::string_view p;
         if (!split_debug_line(line, pid, p)) return "not a loader debug line (\"PID:<TAB>...\")";
+        any_loader_line = true;
         note_pid(pid);
         if (p.empty()) {
             open = nullptr;  // the empty line that closes a search
@@ -129,10 +148,17 @@ struct LogReader {
         open = &list.back();
     }
 
-    // "file=NAME [NS];  needed by X [NS]" (or "dynamically loaded by").
+    // "file=NAME [NS];  needed by X [NS]" (or "dynamically loaded by"): a
+    // lookup; "file=NAME [NS];  destroying link map": an unload.
     const char* take_file_line(std::string_view p) {
         LoggedLookup l;
-        if (!parse_file_line(p.substr(5), l)) return is_file_note(p) ? nullptr : "unreadable file= line";
+        if (parse_unload(p, l)) {
+            if (started) prog.later.push_back(std::move(l));  // at startup: a preload that failed
+            open = nullptr;
+            return nullptr;
+        }
+        if (is_file_note(p)) return nullptr;
+        if (!parse_file_line(p.substr(5), l)) return "a file= line of an unknown form";
         if (started && !l.dynamic && !known.count(l.requester)) finish_program();  // exec
         if (!have_prog) {
             name_program(l.requester);  // the first lookup is for the program
@@ -198,9 +224,14 @@ LogParse parse_ld_debug_log(std::string_view text) {
         pos = eol == std::string_view::npos ? text.size() : eol + 1;
         ++lineno;
         if (const char* why = reader.take_line(line)) {
-            r.error = "line " + std::to_string(lineno) + ": " + why;
-            return r;
+            if (r.warnings.size() < LogParse::kMaxWarnings)
+                r.warnings.push_back("line " + std::to_string(lineno) + ": " + why + ", skipped");
+            ++r.unread;
         }
+    }
+    if (lineno > 0 && !reader.any_loader_line) {
+        r.error = "no line of the loader's debug output (\"PID:<TAB>...\")";
+        return r;
     }
     r.process = reader.finish();
     return r;

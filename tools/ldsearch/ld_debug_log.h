@@ -15,11 +15,12 @@
 namespace ldsearch {
 
 struct LoggedLookup {
-    std::string name;                // what was looked up
+    std::string name;                // what was looked up (for an unload: the object's l_name)
     std::string requester;           // "needed by X" / "dynamically loaded by X"
     bool dynamic = false;            // dlopen (dynamically loaded) rather than DT_NEEDED
     unsigned long ns = 0;            // link-map namespace
     std::vector<std::string> lines;  // its search lines, in order (may be empty)
+    bool unload = false;             // "destroying link map": dlclose unloaded `name`; no search
 };
 
 struct LoggedProgram {
@@ -36,13 +37,21 @@ struct LoggedProcess {
 
 struct LogParse {
     std::optional<LoggedProcess> process;
-    std::string error;  // "line N: why" when the text is not such a log
+    std::string error;  // why the text is not such a log at all
+    // "line N: why" for each line that could not be read, which was skipped
+    // (the first kMaxWarnings; `unread` counts them all).
+    std::vector<std::string> warnings;
+    std::size_t unread = 0;
+    static constexpr std::size_t kMaxWarnings = 20;
 };
 
-// Parses one LD_DEBUG_OUTPUT file.  Lines of other debug categories are
-// ignored; lines that are not "PID:<TAB>payload", or search lines outside a
-// lookup, are errors.  Lines of forked children (other ids) are taken as
-// the same timeline.
+// Parses one LD_DEBUG_OUTPUT file.  It knows every line glibc 2.31 to 2.41
+// writes under LD_DEBUG=libs,files and the other categories (from elf/'s
+// _dl_debug_printf calls); lines of other categories are ignored.  A line
+// it cannot place (not "PID:<TAB>payload", a search line outside a search,
+// a file= line of an unknown form) is skipped with a warning; only a text
+// with no loader line at all is an error.  Lines of forked children (other
+// ids) are taken as the same timeline.
 LogParse parse_ld_debug_log(std::string_view text);
 
 }  // namespace ldsearch
