@@ -129,19 +129,23 @@ TEST(Guest, nothing_is_allocated_while_the_loader_lock_is_held) {
     ASSERT_GE(probe_counts(self).second, 1) << "the probe missed an allocation under the lock:\n" << self;
 
     const std::string preload = "LD_PRELOAD=" + quote(probe + " " + PRELOAD_LIB_PATH) + " LOCK_PROBE_ONLY=libldshim";
-    const std::vector<std::pair<std::string, std::string>> cases = {
-        {preload, quote(walks)},
-        {preload + " LDSHIM_CUDA_HOOKS=1", quote(walks)},
-        {preload + " LDSHIM_CUDA_HOOKS=1",
+    struct Case {
+        const char* label;
+        std::string env, cmd;
+    };
+    const std::vector<Case> cases = {
+        {"walks.c, dlopen hooks", preload, quote(walks)},
+        {"walks.c, dlopen and CUDA hooks", preload + " LDSHIM_CUDA_HOOKS=1", quote(walks)},
+        {"python3, dlopen and CUDA hooks", preload + " LDSHIM_CUDA_HOOKS=1",
          "/usr/bin/python3 -c 'import ssl, sqlite3, ctypes, lzma, bz2, curses; ctypes.CDLL(\"libz.so.1\")'"},
     };
-    for (const auto& [env, cmd] : cases) {
+    for (const auto& [label, env, cmd] : cases) {
         auto [rc, text] = run(env, cmd);
         auto [probed, under] = probe_counts(text);
         EXPECT_EQ(rc, 0) << cmd << "\n" << text;
         EXPECT_GT(probed, 0) << "nothing probed -- is libldshim loaded?\n" << text;
         EXPECT_EQ(under, 0) << env << " " << cmd << "\n" << text;
-        std::printf("[ LOCK     ] %-50.50s %ld allocations by libldshim, %ld under the loader lock\n", cmd.c_str(),
-                    probed, under);
+        std::printf("[ LOCK     ] %-32s %ld allocations by libldshim, %ld under the loader lock\n", label, probed,
+                    under);
     }
 }
