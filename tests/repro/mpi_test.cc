@@ -116,11 +116,24 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
                       " -x LD_PRELOAD=" PRELOAD_LIB_PATH;
     for (const auto& [k, v] : env) cmd += " -x " + quote(k + "=" + v);
     cmd += " bin/julia " + quote(lib) + " mpi > .out/mpirun 2>&1";
-    sh(cmd);
-    Capture d;
-    for (const auto& l : read_lines(t.abs(".out/mpirun"))) {
-        if (l.rfind("RESULT ", 0) == 0) d.results.push_back(l.substr(7));
-        if (l.rfind("ERROR ", 0) == 0) d.errors.push_back(l.substr(6));
+    auto launch = [&] {
+        sh(cmd);
+        Capture x;
+        for (const auto& l : read_lines(t.abs(".out/mpirun"))) {
+            if (l.rfind("RESULT ", 0) == 0) x.results.push_back(l.substr(7));
+            if (l.rfind("ERROR ", 0) == 0) x.errors.push_back(l.substr(6));
+        }
+        return x;
+    };
+    Capture d = launch();
+    if (d.results.empty() && d.errors.empty()) {
+        // The rank printed neither an answer nor an error: about once in a
+        // few hundred launches under load mpirun itself brings nothing back.
+        // Once more, with what it printed on the record; a second silence,
+        // or any wrong answer, fails.
+        std::printf("[ RETRY    ] %s: mpirun brought no RESULT/ERROR line back; it wrote:\n%s\n", name.c_str(),
+                    read_file(t.abs(".out/mpirun")).c_str());
+        d = launch();
     }
     Env route = env;
     route.emplace_back("UCX_MEM_MMAP_HOOK_MODE", "reloc");
@@ -139,7 +152,8 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     std::printf("[ CASE     ] %-20s glibc: %-52s ucx: %s  ucx-norpath: %s  ldshim: %s (mpirun: %s, no-MPI: %s)\n",
                 name.c_str(), where.c_str(), same(a) ? "PASS" : "FAIL", same(b) ? "PASS" : "FAIL",
                 ok(c) ? "PASS" : "FAIL", ok(d) ? "PASS" : "FAIL", ok(e) ? "PASS" : "FAIL");
-    EXPECT_TRUE(ok(d)) << name << ": under mpirun ldshim gave " << line(d);
+    EXPECT_TRUE(ok(d)) << name << ": under mpirun ldshim gave " << line(d) << "; mpirun wrote:\n"
+                       << read_file(t.abs(".out/mpirun"));
     EXPECT_TRUE(ok(e)) << name << ": on the no-MPI route ldshim gave " << line(e);
     EXPECT_TRUE(truth.status == 0 && (truth.results.size() + truth.errors.size()) >= 1) << name << ": no answer";
     if (compare_paths)
