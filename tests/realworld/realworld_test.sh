@@ -1,0 +1,54 @@
+#!/bin/sh
+# `ldsearch --diff` on real programs from Debian's archive where dlopen,
+# dlclose and child processes are common: each one is run under the real
+# loader and every search of every process is replayed; each must end
+# "N searches in M processes: all identical", with no log line skipped.
+# A program that is not installed is SKIPPED, with its Debian package.
+#   tests/realworld/realworld_test.sh LDSEARCH
+# Not covered yet (issue 19): launchers that export LD_LIBRARY_PATH before
+# they exec (R, Firefox): --diff models every process with its own
+# environment only once that is captured.
+set -u
+LDSEARCH=$1
+case $LDSEARCH in /*) ;; *) LDSEARCH=$PWD/$LDSEARCH ;; esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+pass=0 fail=0 skipped=0
+
+# case NAME PACKAGE NEEDS COMMAND...: NEEDS is a program or a python module
+# ("py:numpy") that must be there.
+case_() {
+    name=$1 package=$2 needs=$3
+    shift 3
+    case $needs in
+        py:*) /usr/bin/python3 -c "import ${needs#py:}" 2>/dev/null ;;
+        *) command -v "$needs" >/dev/null 2>&1 ;;
+    esac || {
+        skipped=$((skipped + 1))
+        echo "[ SKIPPED  ] $name: $needs is not installed (Debian package $package)"
+        return
+    }
+    timeout 300 "$LDSEARCH" --diff -- "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    summary=$(grep -E '^[0-9]+ (of [0-9]+ )?searches in [0-9]+ process' "$tmp/out" | tail -n 1)
+    if [ "$rc" -eq 0 ] && echo "$summary" | grep -q ': all identical$' && ! grep -q 'skipped' "$tmp/err"; then
+        pass=$((pass + 1))
+        echo "[ REAL     ] $name: $summary"
+    else
+        fail=$((fail + 1))
+        echo "[ FAILED   ] $name: exit $rc: ${summary:-no summary}"
+        tail -n 40 "$tmp/out" "$tmp/err"
+    fi
+}
+
+mpi="--allow-run-as-root --oversubscribe"
+case_ "mpirun -np 2 hostname" openmpi-bin mpirun mpirun $mpi -np 2 hostname
+case_ "ompi_info" openmpi-bin ompi_info ompi_info
+case_ "ucx_info -d" ucx-utils ucx_info ucx_info -d
+case_ "python3: numpy" python3-numpy py:numpy /usr/bin/python3 -c 'import numpy; numpy.ones(3).sum()'
+case_ "python3: ssl, sqlite3, ctypes" python3 py:ctypes /usr/bin/python3 -c 'import ssl, sqlite3, ctypes, decimal, lzma'
+case_ "gdb's python" gdb gdb gdb -batch -ex 'python import os'
+case_ "java -version" default-jre-headless java java -version
+echo "$pass passed, $fail failed, $skipped skipped"
+[ "$fail" -eq 0 ]
