@@ -68,7 +68,7 @@ std::string Engine::expand(const Object& owner, std::string_view s, DstDrop* why
 // glibc's fillin_rpath: expand, normalise, intern, and drop duplicates
 // within this list.
 DirList Engine::fill_list(std::string_view str, std::string_view seps, Label what,
-                          const std::optional<std::string>& where, const Object& owner, Drops* drops) {
+                          const std::optional<std::string>& where, const Object& owner, DstDrops* drops) {
     DirList out;
     for (auto elem : split_path(str, seps)) {
         std::string dir;
@@ -357,7 +357,7 @@ Engine::OpenOutcome Engine::search(int loader, Request& req, unsigned ns) {
         emit_made([&] { return TraceEvent::skipped(Skip::library_path_secure, -1, Label::ld_library_path); });
     // 3. The loader's own RUNPATH; those of the objects that loaded it serve
     //    only their own dependencies.
-    if (ld) {
+    if (ld && sink_) {
         for_each_in_chain(ld->loader, [&](int l) {
             if (objects_[static_cast<std::size_t>(l)].facts.runpath)
                 emit_made([&] { return TraceEvent::skipped(Skip::runpath_not_inherited, l, Label::runpath); });

@@ -21,6 +21,9 @@
 
 namespace ldshim::loader {
 
+// The elements of a list that expand to nothing, with the reason for each.
+using DstDrops = std::vector<std::pair<std::string, DstDrop>>;
+
 struct Object {
     enum class Kind : std::uint8_t { main, rtld, vdso, library, rtld_proxy };
     Kind kind = Kind::library;
@@ -43,7 +46,7 @@ struct Object {
     List rpath_state = List::unbuilt, runpath_state = List::unbuilt;
     DirList rpath_dirs, runpath_dirs;
     // The elements that expanded to nothing when the list was built.
-    std::vector<std::pair<std::string, DstDrop>> rpath_drops, runpath_drops;
+    DstDrops rpath_drops, runpath_drops;
 };
 
 struct EngineOptions {
@@ -162,9 +165,8 @@ private:
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
     std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
-    using Drops = std::vector<std::pair<std::string, DstDrop>>;
     DirList fill_list(std::string_view str, std::string_view seps, Label what, const std::optional<std::string>& where,
-                      const Object& owner, Drops* drops = nullptr);
+                      const Object& owner, DstDrops* drops = nullptr);
     const DirList* object_list(int idx, bool runpath);
     OpenOutcome open_verify(const std::string& path, Request& req);
     OpenOutcome open_path(const DirList& list, Request& req, int owner, bool runpath, Source src);

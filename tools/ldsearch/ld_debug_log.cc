@@ -10,6 +10,14 @@ namespace {
 
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// The namespace number between "[" and "]": decimal digits, nothing else.
+bool parse_ns(std::string_view digits, unsigned long& ns) {
+    std::string s(digits);
+    char* end = nullptr;
+    ns = std::strtoul(s.c_str(), &end, 10);
+    return !s.empty() && !*end;
+}
+
 // "NAME [NS];  needed by X [NS]" or "...;  dynamically loaded by X [NS]"
 // (the payload after "file=").
 bool parse_file_line(std::string_view p, LoggedLookup& out) {
@@ -18,10 +26,7 @@ bool parse_file_line(std::string_view p, LoggedLookup& out) {
     out.name = std::string(p.substr(0, br));
     auto close = p.find("];", br);
     if (close == std::string_view::npos) return false;
-    std::string ns(p.substr(br + 2, close - br - 2));
-    char* end = nullptr;
-    out.ns = std::strtoul(ns.c_str(), &end, 10);
-    if (ns.empty() || *end) return false;
+    if (!parse_ns(p.substr(br + 2, close - br - 2), out.ns)) return false;
     std::string_view rest = p.substr(close + 2);
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     std::string_view by;
@@ -68,11 +73,8 @@ bool parse_unload(std::string_view p, LoggedLookup& out) {
     auto br = p.rfind(" [");
     if (br == std::string_view::npos || p.back() != ']') return false;
     out.name = std::string(p.substr(0, br));
-    std::string ns(p.substr(br + 2, p.size() - br - 3));
-    char* end = nullptr;
-    out.ns = std::strtoul(ns.c_str(), &end, 10);
     out.unload = true;
-    return !ns.empty() && !*end;
+    return parse_ns(p.substr(br + 2, p.size() - br - 3), out.ns);
 }
 
 bool is_search_line(std::string_view p) {

@@ -120,8 +120,6 @@ ParseResult usage(std::string msg) {
     return r;
 }
 
-// Checked before an option is handled, so that a missing value is reported
-// as "requires an argument" whatever the option.
 // The options of the search, tree and why modes that set one member.
 struct FlagOption {
     const char* name;
@@ -159,6 +157,8 @@ constexpr OpOption kOps[] = {
     {"--from", Op::Kind::from},
 };
 
+// Checked before an option is handled, so that a missing value is reported
+// as "requires an argument" whatever the option.
 bool takes_value(const std::string& a) {
     if (a == "--env") return true;
     for (const auto& v : kValues)
