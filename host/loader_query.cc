@@ -1,5 +1,5 @@
 // The loader's configuration as the loader binary itself states it: run
-// `RTLD --help` (with the caller's GLIBC_TUNABLES and LD_HWCAP_MASK) and
+// `RTLD --help` (with the given GLIBC_TUNABLES and LD_HWCAP_MASK) and
 // parse it, optionally through a small on-disk cache.  For ldsearch, which
 // may ask about any loader (a root's, another machine's); the runtime never
 // spawns anything (host/loader_in_process.h).
@@ -32,7 +32,7 @@ using loader::parse_ld_so_help;
 namespace {
 
 // The stdout of `RTLD --help`, or nullopt.
-std::optional<std::string> run_help(const std::string& rtld, std::string* error) {
+std::optional<std::string> run_help(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         if (error) *error = std::string("pipe: ") + std::strerror(errno);
@@ -43,11 +43,7 @@ std::optional<std::string> run_help(const std::string& rtld, std::string* error)
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     // Only the variables that change the loader's view of the CPU travel.
-    std::vector<std::string> keep;
-    for (char** e = environ; e && *e; ++e) {
-        std::string_view v(*e);
-        if (v.starts_with("GLIBC_TUNABLES=") || v.starts_with("LD_HWCAP_MASK=")) keep.emplace_back(v);
-    }
+    std::vector<std::string> keep = env.entries;
     std::vector<char*> envp;
     for (auto& s : keep) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -86,7 +82,7 @@ std::optional<std::string> run_help(const std::string& rtld, std::string* error)
 }
 
 // FNV-1a over everything that can change the loader's answer.
-std::string cache_key(const std::string& rtld) {
+std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     std::uint64_t h = 1469598103934665603ULL;
     auto mix = [&](const void* p, std::size_t n) {
         for (std::size_t i = 0; i < n; ++i) {
@@ -104,10 +100,8 @@ std::string cache_key(const std::string& rtld) {
         mix(&st.st_size, sizeof st.st_size);
         mix(&st.st_mtim, sizeof st.st_mtim);
     }
-    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"}) {
-        const char* x = std::getenv(v);
-        mix_str(x ? std::string("=") + x : std::string("unset"));
-    }
+    for (const auto& e : env.entries) mix_str(e);
+    mix_str("end of environment");
     mix_str(cpu_identity());
     std::ifstream boot("/proc/sys/kernel/random/boot_id");
     std::string id;
@@ -120,8 +114,21 @@ std::string cache_key(const std::string& rtld) {
 
 }  // namespace
 
-std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error) {
-    auto out = run_help(rtld, error);
+LoaderCpuEnv LoaderCpuEnv::of(const std::vector<std::string>& environment) {
+    LoaderCpuEnv env;
+    for (const auto& e : environment)
+        if (e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK=")) env.entries.push_back(e);
+    return env;
+}
+
+LoaderCpuEnv LoaderCpuEnv::of_this_process() {
+    std::vector<std::string> all;
+    for (char** e = environ; e && *e; ++e) all.emplace_back(*e);
+    return of(all);
+}
+
+std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {
+    auto out = run_help(rtld, error, env);
     if (!out) return std::nullopt;
     auto cfg = parse_ld_so_help(*out, error);
     if (cfg) cfg->rtld_path = rtld;
@@ -135,9 +142,10 @@ std::string default_cache_dir() {
     return {};
 }
 
-std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error) {
-    if (dir.empty()) return query_running_loader(rtld, error);
-    std::string path = dir + "/loader-" + cache_key(rtld) + ".txt";
+std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir, std::string* error,
+                                                const LoaderCpuEnv& env) {
+    if (dir.empty()) return query_running_loader(rtld, error, env);
+    std::string path = dir + "/loader-" + cache_key(rtld, env) + ".txt";
     {
         std::ifstream in(path);
         if (in) {
@@ -149,7 +157,7 @@ std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const s
             }
         }
     }
-    auto out = run_help(rtld, error);
+    auto out = run_help(rtld, error, env);
     if (!out) return std::nullopt;
     auto cfg = parse_ld_so_help(*out, error);
     if (!cfg) return std::nullopt;

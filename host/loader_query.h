@@ -5,12 +5,24 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ldshim::host {
 
-// Run `RTLD --help` with the caller's GLIBC_TUNABLES / LD_HWCAP_MASK and parse
+// The environment variables that change what a loader says about the CPU
+// (its hwcap mask).  By default this process's own; ldsearch --diff passes
+// those each recorded process started with.
+struct LoaderCpuEnv {
+    std::vector<std::string> entries;  // the GLIBC_TUNABLES= and LD_HWCAP_MASK= entries, in order
+    // Those entries of an environment block ("NAME=VALUE" strings).
+    static LoaderCpuEnv of(const std::vector<std::string>& environment);
+    static LoaderCpuEnv of_this_process();
+};
+
+// Run `RTLD --help` with `env`'s GLIBC_TUNABLES / LD_HWCAP_MASK and parse
 // it.  This is the edge that talks to the real loader.
-std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld, std::string* error);
+std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld, std::string* error,
+                                                         const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());
 
 // The same, through a small on-disk cache of the loader's answer (running
 // ld.so costs about half a millisecond, a third of a whole ldsearch run).
@@ -18,7 +30,8 @@ std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld
 // (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
 // feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
 std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir,
-                                                        std::string* error);
+                                                        std::string* error,
+                                                        const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());
 
 // $XDG_CACHE_HOME/ldshim or $HOME/.cache/ldshim; empty when neither is set or
 // LDSHIM_NO_CACHE is set.
