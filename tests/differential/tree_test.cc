@@ -492,7 +492,12 @@ TEST(Diff, several_processes_and_a_difference_is_a_unified_diff) {
     std::string dir = k.out.substr(at + 16, k.out.find('\n', at) - at - 16);
     DiffRun r = diff_run(t, "--replay " + dir + "/ld.*");
     EXPECT_EQ(r.status, 0) << r.out;
+    // Without the recorded environments (a log captured by hand), the replay
+    // models the process with ldsearch's own.
     t.mkdir("other");
+    t.mkdir("logs");
+    sh("cp " + dir + "/ld.* " + quote(t.abs("logs")));
+    dir = t.abs("logs");
     sh("cd " + quote(t.root()) + " && LD_LIBRARY_PATH=" + quote(t.abs("other")) + " " + quote(kLdsearch) +
        " --replay " + dir + "/ld.* > changed.out 2>&1; echo $? >> changed.out");
     std::string changed = read_file(t.abs("changed.out"));
@@ -570,5 +575,41 @@ TEST(Diff, dlclose_and_relocation_dependencies_are_read_and_replayed) {
     for (const auto& f : read_lines_glob(dir + "/ld.*")) log += read_file(f);
     EXPECT_NE(log.find("destroying link map"), std::string::npos) << log;
     EXPECT_NE(log.find("(relocation dependency)"), std::string::npos) << log;
+    sh("rm -rf " + quote(dir));
+}
+
+// Launchers (R's, mpirun's daemons, module systems) set LD_LIBRARY_PATH,
+// LD_PRELOAD or GLIBC_TUNABLES just before they exec: each process is
+// replayed with the environment it started with, not ldsearch's.
+TEST(Diff, each_process_is_modelled_with_the_environment_it_started_with) {
+    Tree t;
+    t.lib("d/libD.so", so("libD.so"));
+    t.lib("p/libP.so", so("libP.so"));
+    t.exe("dlo", {});
+    std::string d = t.abs("d"), p = t.abs("p");
+    std::string script = "LD_LIBRARY_PATH=" + d +
+                         " ./dlo o:libD.so; LD_PRELOAD='libP.so libmissing.so' LD_LIBRARY_PATH=" + p + ":" + d +
+                         " ./dlo o:libnothere.so; exec env GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0 " +
+                         "LD_LIBRARY_PATH=" + d + ":" + d + " ./dlo o:libD.so";
+    DiffRun k = diff_run(t, "--diff --keep -- sh -c " + quote(script));
+    EXPECT_EQ(k.status, 0) << k.out;
+    EXPECT_NE(k.out.find("10 searches in 3 processes: all identical"), std::string::npos) << k.out;
+    EXPECT_EQ(k.out.find("own environment"), std::string::npos) << k.out;
+    EXPECT_EQ(k.out.find("skipped"), std::string::npos) << k.out;
+    auto at = k.out.find("capture kept in ");
+    ASSERT_NE(at, std::string::npos) << k.out;
+    std::string dir = k.out.substr(at + 16, k.out.find('\n', at) - at - 16);
+    // The same capture without its environment records differs: the
+    // environments are what made it identical.
+    t.mkdir("logs");
+    sh("cp " + dir + "/ld.* " + quote(t.abs("logs")));
+    DiffRun bare = diff_run(t, "--replay " + t.abs("logs") + "/ld.*");
+    EXPECT_EQ(bare.status, 1) << bare.out;
+    EXPECT_NE(bare.out.find("- search path=" + d + "/glibc-hwcaps"), std::string::npos) << bare.out;
+    // A record that does not match the log's programs is not used, and says so.
+    sh("cp " + dir + "/ld.* " + dir + "/env.* " + quote(t.abs("logs")) + " && for f in " + quote(t.abs("logs")) +
+       "/env.*; do head -c 20 $f > $f.cut && mv $f.cut $f; done");
+    DiffRun cut = diff_run(t, "--replay --json " + t.abs("logs") + "/ld.*");
+    EXPECT_NE(cut.out.find("modelled with ldsearch's own environment"), std::string::npos) << cut.out;
     sh("rm -rf " + quote(dir));
 }

@@ -1,4 +1,6 @@
-// libFuzzer target: the LD_DEBUG log parser behind ldsearch --diff/--replay.
+// libFuzzer target: the parsers of what ldsearch --diff/--replay read: the
+// LD_DEBUG log, and the environment records of its audit module.
+#include "tools/ldsearch/env_record.h"
 #include "tools/ldsearch/ld_debug_log.h"
 
 #include <cstddef>
@@ -6,7 +8,11 @@
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    auto r = ldsearch::parse_ld_debug_log(std::string_view(reinterpret_cast<const char*>(data), size));
+    std::string_view text(reinterpret_cast<const char*>(data), size);
+    auto envs = ldsearch::parse_env_records(text);
+    for (const auto& env : envs.execs)
+        if (ldsearch::loader_env_value(env, "LD_LIBRARY_PATH").value_or("").size() > size) return 1;
+    auto r = ldsearch::parse_ld_debug_log(text);
     if (r.process) {
         std::size_t n = 0;
         for (const auto& p : r.process->programs) {

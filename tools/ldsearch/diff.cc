@@ -5,6 +5,7 @@
 #include "host/loader_query.h"
 #include "host/real_fs.h"
 #include "loader/engine.h"
+#include "tools/ldsearch/env_capture.h"
 #include "tools/ldsearch/ld_debug_log.h"
 
 #include <nlohmann/json.hpp>
@@ -76,7 +77,8 @@ struct Totals {
     std::size_t unread = 0;  // log lines the parser could not place
     bool json = false;
     nlohmann::json differences = nlohmann::json::array();
-    std::vector<std::string> notes;  // what was skipped, and why
+    std::vector<std::string> notes;    // what was skipped, and why
+    std::vector<std::string> remarks;  // what the reader should know that skipped nothing
 };
 
 void report(Totals& t, const std::string& what, const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -86,6 +88,12 @@ void report(Totals& t, const std::string& what, const std::vector<std::string>& 
         return;
     }
     std::printf("--- loader: %s\n+++ ldsearch\n%s", what.c_str(), unified(a, b).c_str());
+}
+
+// Something the reader should know about the comparison, that skips nothing.
+void note(Totals& t, const std::string& what) {
+    t.remarks.push_back(what);
+    if (!t.json) std::fprintf(stderr, "ldsearch: %s\n", what.c_str());
 }
 
 void skip(Totals& t, const std::string& why) {
@@ -107,8 +115,29 @@ void compare(const std::string& what, const std::vector<std::string>& real, cons
         if (a[k] != b[k]) report(t, what + ", search " + std::to_string(k + 1), a[k], b[k]);
 }
 
-// Replays one program of one process.
-void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
+// What the loader of this program read from its environment: the recorded
+// environment when there is one; else ldsearch's own, with the preloads
+// taken from the log (the program's lookups its DT_NEEDED does not name:
+// LD_PRELOAD, then /etc/ld.so.preload).
+EngineOptions program_options(const LoggedProgram& prog, const ObjectFacts& facts, const Environment* env) {
+    EngineOptions opts;
+    opts.argv0 = prog.argv0;
+    if (env) {
+        model_environment(opts, [&](const std::string& name) { return loader_env_value(*env, name); });
+        return opts;
+    }
+    if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
+    opts.preload_file.reset();
+    for (const auto& l : prog.startup) {
+        if (l.requester != prog.argv0) continue;
+        if (std::find(facts.needed.begin(), facts.needed.end(), l.name) == facts.needed.end())
+            opts.preload += (opts.preload.empty() ? "" : ":") + l.name;
+    }
+    return opts;
+}
+
+// Replays one program of one process, started with `env` (null: unknown).
+void replay_program(long pid, const LoggedProgram& prog, const Environment* env, Totals& t) {
     std::string path = find_program(prog.argv0, [](const std::string& c) { return access(c.c_str(), X_OK) == 0; });
     RealFs fs;
     auto img = path.empty() ? OpenResult{} : fs.open(path);
@@ -119,25 +148,15 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
         return;
     }
     std::string err;
-    auto cfg = query_loader_cached(*facts.facts.interp, default_cache_dir(), &err);
+    auto cpu_env = env ? LoaderCpuEnv::of(*env) : LoaderCpuEnv::of_this_process();
+    auto cfg = query_loader_cached(*facts.facts.interp, default_cache_dir(), &err, cpu_env);
     if (!cfg) {
         skip(t, "process " + std::to_string(pid) + ": " + err);
         return;
     }
     LdCache cache = LdCache::load(fs, cfg->cache_path);
-    EngineOptions opts;
-    opts.argv0 = prog.argv0;
+    EngineOptions opts = program_options(prog, facts.facts, env);
     opts.secure = starts_secure(path);
-    if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
-    // Preloads are the program's lookups that its DT_NEEDED does not name
-    // (LD_PRELOAD, then /etc/ld.so.preload, which the engine reads itself).
-    opts.preload_file.reset();
-    for (const auto& l : prog.startup) {
-        if (l.requester != prog.argv0) continue;
-        const auto& needed = facts.facts.needed;
-        if (std::find(needed.begin(), needed.end(), l.name) == needed.end())
-            opts.preload += (opts.preload.empty() ? "" : ":") + l.name;
-    }
     TraceRecorder rec;
     Engine engine(std::move(*cfg), fs, cache, &rec, opts);
     engine.start(path);
@@ -179,7 +198,7 @@ void replay_program(long pid, const LoggedProgram& prog, Totals& t) {
     }
 }
 
-int replay_files(const std::vector<std::string>& files, Totals& t) {
+int replay_files(const std::vector<std::string>& files, bool expect_envs, Totals& t) {
     for (const auto& f : files) {
         std::ifstream in(f, std::ios::binary);
         if (!in) {
@@ -199,21 +218,25 @@ int replay_files(const std::vector<std::string>& files, Totals& t) {
             std::fprintf(stderr, "ldsearch: %s: %zu more lines skipped\n", f.c_str(), p.unread - p.warnings.size());
         t.unread += p.unread;
         t.processes += 1 + p.process->forked.size();
-        for (const auto& prog : p.process->programs) replay_program(p.process->pid, prog, t);
+        const auto& programs = p.process->programs;
+        EnvRecords envs = read_env_records(f, p.process->pid);
+        bool have_envs = envs.execs.size() == programs.size() && !envs.truncated;
+        if (!have_envs && (expect_envs || !envs.execs.empty() || envs.truncated))
+            note(t, "process " + std::to_string(p.process->pid) + ": " + std::to_string(envs.execs.size()) +
+                        " environments recorded for " + std::to_string(programs.size()) +
+                        " programs; modelled with ldsearch's own environment");
+        for (std::size_t k = 0; k < programs.size(); ++k)
+            replay_program(p.process->pid, programs[k], have_envs ? &envs.execs[k] : nullptr, t);
     }
     return kSame;
 }
 
 int summary(const Totals& t) {
     if (t.json) {
-        nlohmann::json doc = {{"mode", "diff"},
-                              {"processes", t.processes},
-                              {"compared", t.searches},
-                              {"different", t.different},
-                              {"skipped", t.notes},
-                              {"unread_lines", t.unread},
-                              {"differences", t.differences},
-                              {"exit_status", t.different ? kDiffer : kSame}};
+        nlohmann::json doc = {
+            {"mode", "diff"},           {"processes", t.processes},     {"compared", t.searches},
+            {"different", t.different}, {"skipped", t.notes},           {"notes", t.remarks},
+            {"unread_lines", t.unread}, {"differences", t.differences}, {"exit_status", t.different ? kDiffer : kSame}};
         std::printf("%s\n", doc.dump(2).c_str());
         return t.different ? kDiffer : kSame;
     }
@@ -229,12 +252,24 @@ int summary(const Totals& t) {
     return kDiffer;
 }
 
+// The capture directory and what ldsearch and the command wrote into it
+// (the logs, the environment records, the audit module); nothing else is
+// ever there, since ldsearch made it with mkdtemp.
+void remove_capture(const std::string& dir) {
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d))
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir.c_str());
+}
+
 }  // namespace
 
 int replay_logs(const std::vector<std::string>& logs, bool json) {
     Totals t;
     t.json = json;
-    if (int rc = replay_files(logs, t)) return rc;
+    if (int rc = replay_files(logs, false, t)) return rc;
     return summary(t);
 }
 
@@ -245,6 +280,10 @@ int diff_command(const std::vector<std::string>& command, bool keep, bool json) 
         return kCannotRun;
     }
     std::string dir = tmpl;
+    std::string why;
+    auto recorder = install_env_recorder(dir, &why);
+    if (!recorder)
+        std::fprintf(stderr, "ldsearch: %s: each process is modelled with ldsearch's own environment\n", why.c_str());
     pid_t pid = fork();
     if (pid < 0) {
         std::fprintf(stderr, "ldsearch: fork: %s\n", std::strerror(errno));
@@ -253,6 +292,7 @@ int diff_command(const std::vector<std::string>& command, bool keep, bool json) 
     if (pid == 0) {
         setenv("LD_DEBUG", "libs,files", 1);
         setenv("LD_DEBUG_OUTPUT", (dir + "/ld").c_str(), 1);
+        if (recorder) arm_env_recorder(*recorder);
         std::vector<char*> argv;
         for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
@@ -264,7 +304,7 @@ int diff_command(const std::vector<std::string>& command, bool keep, bool json) 
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-        rmdir(dir.c_str());
+        remove_capture(dir);
         return kCannotRun;
     }
     std::vector<std::string> logs;
@@ -276,14 +316,12 @@ int diff_command(const std::vector<std::string>& command, bool keep, bool json) 
     std::sort(logs.begin(), logs.end());
     Totals t;
     t.json = json;
-    int rc = replay_files(logs, t);
+    int rc = replay_files(logs, recorder.has_value(), t);
     if (rc == kSame) rc = summary(t);
-    if (keep) {
+    if (keep)
         std::fprintf(stderr, "ldsearch: capture kept in %s\n", dir.c_str());
-    } else {
-        for (const auto& l : logs) unlink(l.c_str());
-        rmdir(dir.c_str());
-    }
+    else
+        remove_capture(dir);
     return rc;
 }
 

@@ -47,9 +47,12 @@ Checking ldsearch against the real loader:
                          object the loader attributed it to -- and print a
                          unified diff per differing search, or "N searches in
                          M processes: all identical".  Each process is modelled
-                         with ldsearch's environment.  --keep keeps the capture
+                         with the environment it started with (LD_LIBRARY_PATH,
+                         LD_PRELOAD, GLIBC_TUNABLES ...), recorded by a small
+                         LD_AUDIT module.  --keep keeps the capture
   --replay LOG...        the same on LD_DEBUG_OUTPUT files captured earlier
-                         (with LD_DEBUG=libs,files)
+                         (with LD_DEBUG=libs,files); a log without the records
+                         of --diff --keep is modelled with ldsearch's environment
 
 Output:
   --json                 one JSON document instead of text (schema:

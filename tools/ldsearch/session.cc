@@ -5,6 +5,7 @@
 #include "loader/elf_facts.h"
 #include "loader/path_pool.h"
 #include "program.h"
+#include "tools/ldsearch/env_record.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -153,15 +154,12 @@ EngineOptions engine_options(const Options& o, const Session& s) {
             if (n == name) v = val;
         return v;
     };
+    model_environment(opts, modelled);
     if (o.library_path) {
         opts.library_path = o.library_path;
         opts.library_path_label = Label::library_path_option;
-    } else {
-        opts.library_path = modelled("LD_LIBRARY_PATH");
     }
     opts.inhibit_rpath = o.inhibit_rpath;
-    opts.preload = modelled("LD_PRELOAD").value_or("");
-    opts.origin_path = modelled("LD_ORIGIN_PATH");
 
     // The tree and why show everything, missing libraries included.
     if (o.mode != Mode::search) opts.keep_going = true;
