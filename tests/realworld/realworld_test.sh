@@ -57,5 +57,9 @@ case_ "R through its launcher" r-base-core Rscript Rscript -e 'library(stats); l
 case_ "python3: ssl, sqlite3, ctypes" python3 py:ctypes /usr/bin/python3 -c 'import ssl, sqlite3, ctypes, decimal, lzma'
 case_ "gdb's python" gdb gdb gdb -batch -ex 'python import os'
 case_ "java -version" default-jre-headless java java -version
+case_ "perl with XS modules" perl perl perl -MPOSIX -MSocket -MList::Util -e 1
+case_ "systemctl (RUNPATH to systemd's private libraries)" systemd systemctl systemctl --version
+case_ "apt-cache (method processes)" apt apt-cache apt-cache policy bash
+case_ "tar -J (execs xz)" tar xz tar -cJf "$tmp/x.tar.xz" -C /etc hostname
 echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]
