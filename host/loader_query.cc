@@ -27,12 +27,19 @@ extern char** environ;
 namespace ldshim::host {
 
 using loader::LoaderConfig;
-using loader::parse_ld_so_help;
 
 namespace {
 
-// The stdout of `RTLD --help`, or nullopt.
-std::optional<std::string> run_help(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {
+// One run of the loader binary with only `env`: what it wrote to `fd` (1 or
+// 2; the other goes to /dev/null) and whether it exited 0.  nullopt, with
+// why, when it could not be run at all.
+struct LoaderRun {
+    std::string text;
+    bool ok = false;
+};
+
+std::optional<LoaderRun> run_loader(const std::string& rtld, std::vector<std::string> args,
+                                    std::vector<std::string> env, int fd, std::string* error) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         if (error) *error = std::string("pipe: ") + std::strerror(errno);
@@ -40,17 +47,16 @@ std::optional<std::string> run_help(const std::string& rtld, std::string* error,
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    // Only the variables that change the loader's view of the CPU travel.
-    std::vector<std::string> keep = env.entries;
-    std::vector<char*> envp;
-    for (auto& s : keep) envp.push_back(s.data());
+    posix_spawn_file_actions_adddup2(&fa, fds[1], fd);
+    posix_spawn_file_actions_addopen(&fa, fd == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
+    args.insert(args.begin(), rtld);
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    for (auto& e : env) envp.push_back(e.data());
+    argv.push_back(nullptr);
     envp.push_back(nullptr);
-    std::string arg0 = rtld, arg1 = "--help";
-    char* argv[] = {arg0.data(), arg1.data(), nullptr};
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, rtld.c_str(), &fa, nullptr, argv, envp.data());
+    int rc = posix_spawn(&pid, rtld.c_str(), &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) {
@@ -58,13 +64,12 @@ std::optional<std::string> run_help(const std::string& rtld, std::string* error,
         if (error) *error = "cannot run " + rtld + ": " + std::strerror(rc);
         return std::nullopt;
     }
-    std::string out;
+    LoaderRun run;
     char buf[4096];
     for (;;) {
         ssize_t n = read(fds[0], buf, sizeof buf);
         if (n > 0) {
-            out.append(buf, static_cast<std::size_t>(n));
-            if (out.size() > (1u << 20)) break;  // a loader's help is a few KiB
+            if (run.text.size() < (1u << 20)) run.text.append(buf, static_cast<std::size_t>(n));  // a few KiB
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -74,11 +79,83 @@ std::optional<std::string> run_help(const std::string& rtld, std::string* error,
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (error) *error = rtld + " --help failed";
+    run.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return run;
+}
+
+// What the loader says: its --help (absent before glibc 2.33), and the
+// debug output of one failed lookup (loader/loader_config.h, kProbe*),
+// listing the loader itself so that nothing else is read.  Only the
+// variables that change the loader's view of the CPU travel.
+struct Answers {
+    std::optional<std::string> help;
+    std::string probe;
+};
+
+std::optional<Answers> ask_loader(const std::string& rtld, const LoaderCpuEnv& env, std::string* error) {
+    auto help = run_loader(rtld, {"--help"}, env.entries, 1, error);
+    if (!help) return std::nullopt;
+    std::vector<std::string> probe_env = env.entries;
+    probe_env.push_back("LD_DEBUG=libs");
+    probe_env.push_back("LD_PRELOAD=" + std::string(loader::kProbeName));
+    probe_env.push_back("LD_LIBRARY_PATH=" + std::string(loader::kProbeLibraryPath));
+    auto probe = run_loader(rtld, {"--list", rtld}, std::move(probe_env), 2, error);
+    if (!probe) return std::nullopt;
+    Answers a;
+    if (help->ok) a.help = std::move(help->text);
+    a.probe = std::move(probe->text);
+    return a;
+}
+
+std::optional<LoaderConfig> config_of(const std::string& rtld, const Answers& a, std::string* error) {
+    std::string why;
+    auto cfg = loader::config_from_answers(a.help, a.probe, &why);
+    if (!cfg) {
+        if (error) *error = rtld + (a.help ? "" : " (no --help)") + ": " + why;
         return std::nullopt;
     }
+    cfg->rtld_path = rtld;
+    return cfg;
+}
+
+// The cache file: both answers, each with its length.
+constexpr std::string_view kCacheHead = "ldshim loader answers v2\n";
+
+std::string serialise(const Answers& a) {
+    std::string out(kCacheHead);
+    out += "help " + (a.help ? std::to_string(a.help->size()) : std::string("none")) + "\n";
+    if (a.help) out += *a.help;
+    out += "probe " + std::to_string(a.probe.size()) + "\n" + a.probe;
     return out;
+}
+
+// One "NAME LENGTH\n" + bytes field; "none" as the length is an absent one.
+bool take_field(std::string_view& s, std::string_view name, std::optional<std::string>& out) {
+    auto nl = s.find('\n');
+    if (nl == std::string_view::npos || !s.starts_with(name) || s.size() <= name.size() || s[name.size()] != ' ')
+        return false;
+    std::string_view len = s.substr(name.size() + 1, nl - name.size() - 1);
+    s.remove_prefix(nl + 1);
+    if (len == "none") return true;
+    std::size_t n = 0;
+    for (char c : len) {
+        if (c < '0' || c > '9' || n > s.size()) return false;
+        n = n * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (len.empty() || n > s.size()) return false;
+    out = std::string(s.substr(0, n));
+    s.remove_prefix(n);
+    return true;
+}
+
+std::optional<Answers> deserialise(std::string_view s) {
+    if (!s.starts_with(kCacheHead)) return std::nullopt;
+    s.remove_prefix(kCacheHead.size());
+    Answers a;
+    std::optional<std::string> probe;
+    if (!take_field(s, "help", a.help) || !take_field(s, "probe", probe) || !probe || !s.empty()) return std::nullopt;
+    a.probe = std::move(*probe);
+    return a;
 }
 
 // FNV-1a over everything that can change the loader's answer.
@@ -91,7 +168,7 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
         }
     };
     auto mix_str = [&](const std::string& s) { mix(s.data(), s.size() + 1); };
-    mix_str("ldshim-loader-config-v1");
+    mix_str("ldshim-loader-config-v2");
     mix_str(rtld);
     struct stat st {};
     if (::stat(rtld.c_str(), &st) == 0) {
@@ -128,11 +205,9 @@ LoaderCpuEnv LoaderCpuEnv::of_this_process() {
 }
 
 std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {
-    auto out = run_help(rtld, error, env);
-    if (!out) return std::nullopt;
-    auto cfg = parse_ld_so_help(*out, error);
-    if (cfg) cfg->rtld_path = rtld;
-    return cfg;
+    auto answers = ask_loader(rtld, env, error);
+    if (!answers) return std::nullopt;
+    return config_of(rtld, *answers, error);
 }
 
 std::string default_cache_dir() {
@@ -147,29 +222,24 @@ std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const s
     if (dir.empty()) return query_running_loader(rtld, error, env);
     std::string path = dir + "/loader-" + cache_key(rtld, env) + ".txt";
     {
-        std::ifstream in(path);
-        if (in) {
-            std::stringstream ss;
-            ss << in.rdbuf();
-            if (auto cfg = parse_ld_so_help(ss.str(), nullptr)) {
-                cfg->rtld_path = rtld;
-                return cfg;
-            }
-        }
+        std::ifstream in(path, std::ios::binary);
+        std::stringstream ss;
+        if (in) ss << in.rdbuf();
+        if (auto cached = deserialise(ss.str()))
+            if (auto cfg = config_of(rtld, *cached, nullptr)) return cfg;
     }
-    auto out = run_help(rtld, error, env);
-    if (!out) return std::nullopt;
-    auto cfg = parse_ld_so_help(*out, error);
+    auto answers = ask_loader(rtld, env, error);
+    if (!answers) return std::nullopt;
+    auto cfg = config_of(rtld, *answers, error);
     if (!cfg) return std::nullopt;
-    cfg->rtld_path = rtld;
     // Best effort: a cache that cannot be written is simply not used.
     std::string parent = dir.substr(0, dir.rfind('/'));
     ::mkdir(parent.c_str(), 0700);
     ::mkdir(dir.c_str(), 0700);
     std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
     {
-        std::ofstream o(tmp, std::ios::trunc);
-        o << *out;
+        std::ofstream o(tmp, std::ios::trunc | std::ios::binary);
+        o << serialise(*answers);
         if (!o) {
             std::remove(tmp.c_str());
             return cfg;

@@ -65,6 +65,38 @@ std::string dst_lib_of(const std::vector<std::string>& system_dirs);
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
                              std::optional<std::string> platform, std::uint64_t hwcap_searched);
 
+// ---- What a loader's own search shows (loader_probe.cc) ----
+//
+// The host runs the loader with LD_DEBUG=libs, LD_PRELOAD=kProbeName and
+// LD_LIBRARY_PATH=kProbeLibraryPath (host/loader_query.cc); the failed
+// lookup's search lines state the subdirectories it tries in every search
+// directory, its system directories, its cache file, and, through the two
+// DST elements, $PLATFORM and $LIB.
+inline constexpr std::string_view kProbeName = "ldshim-probe-nowhere.so";
+inline constexpr std::string_view kProbeDir = "/ldshim-probe-nowhere";
+inline constexpr std::string_view kProbePlatformDir = "/ldshim-probe-platform";
+inline constexpr std::string_view kProbeLibDir = "/ldshim-probe-lib";
+inline constexpr std::string_view kProbeLibraryPath =
+    "/ldshim-probe-nowhere:/ldshim-probe-platform/$PLATFORM:/ldshim-probe-lib/$LIB";
+
+struct ProbeFacts {
+    std::vector<std::string> subdirs;      // as LoaderConfig::subdirs
+    std::vector<std::string> system_dirs;  // each ends in '/'
+    std::optional<std::string> platform;   // $PLATFORM, if the loader expands it
+    std::optional<std::string> dst_lib;    // $LIB
+    std::string cache_path;                // what "search cache=" names
+};
+
+std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error);
+
+// The configuration from both answers a loader gives: `help` is its --help
+// text (nullopt when it has none: glibc before 2.33), `probe` the probe's
+// debug output.  --help says which glibc-hwcaps levels are supported and
+// which hwcap bits are searched; the probe says $LIB, $PLATFORM when --help
+// does not, and, without --help, everything the search needs.
+std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> help, std::string_view probe,
+                                                std::string* error);
+
 // ---- Rules over this process's inputs (loader_config_env.cc) ----
 //
 // The host side (host/loader_in_process.h) gathers the inputs.

@@ -133,6 +133,80 @@ TEST(LoaderConfig, cached_answer_equals_fresh_answer) {
     std::system((std::string("rm -rf ") + tmpl).c_str());
 }
 
+// ---- What the loader's own probe search shows (loader_probe.cc) ----
+
+namespace {
+// The running loader's debug output for the probe, as host/loader_query.cc
+// asks for it, with `mask` as LD_HWCAP_MASK (empty: unset).
+std::string probe_text(const std::string& mask = "") {
+    std::string cmd = "env -i LD_DEBUG=libs LD_PRELOAD=" + std::string(kProbeName) +
+                      " 'LD_LIBRARY_PATH=" + std::string(kProbeLibraryPath) + "'" +
+                      (mask.empty() ? "" : " LD_HWCAP_MASK=" + mask) +
+                      " /lib64/ld-linux-x86-64.so.2 --list /lib64/ld-linux-x86-64.so.2 2>&1 >/dev/null";
+    std::string out;
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        for (std::size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+        pclose(f);
+    }
+    return out;
+}
+}  // namespace
+
+// A loader without --help (glibc before 2.33) is known from the probe
+// alone: on this loader that must give what its --help gives.
+TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
+    for (std::string mask : {"", "0", "0x6"}) {
+        std::string err;
+        auto helped = query_running_loader(
+            "/lib64/ld-linux-x86-64.so.2", &err,
+            LoaderCpuEnv::of(mask.empty() ? std::vector<std::string>{} : std::vector{"LD_HWCAP_MASK=" + mask}));
+        ASSERT_TRUE(helped) << err;
+        auto probed = config_from_answers(std::nullopt, probe_text(mask), &err);
+        ASSERT_TRUE(probed) << err;
+        EXPECT_EQ(probed->system_dirs, helped->system_dirs) << mask;
+        EXPECT_EQ(probed->subdirs, helped->subdirs) << mask;
+        EXPECT_EQ(probed->hwcaps_active, helped->hwcaps_active) << mask;
+        EXPECT_EQ(probed->platform, helped->platform) << mask;
+        EXPECT_EQ(probed->hwcap_searched, helped->hwcap_searched) << mask;
+        EXPECT_EQ(probed->dst_lib, "lib/x86_64-linux-gnu");
+        EXPECT_EQ(probed->cache_path, "/etc/ld.so.cache");
+    }
+}
+
+// glibc 2.31's legacy list on a Haswell: the platform is a string of its
+// own, so "x86_64" once is the hwcap bit, and "haswell" is only the platform.
+TEST(LoaderProbe, a_glibc_2_31_search_gives_its_subdirectories_platform_and_lib) {
+    auto path = [](const std::string& d) {
+        std::string out;
+        for (const char* s :
+             {"tls/haswell/x86_64", "tls/haswell", "tls/x86_64", "tls", "haswell/x86_64", "haswell", "x86_64"})
+            out += d + "/" + s + ":";
+        return out + d;
+    };
+    std::string text = "     7:\tfind library=" + std::string(kProbeName) +
+                       " [0]; searching\n     7:\t search path=" + path("/ldshim-probe-nowhere") + ":" +
+                       path("/ldshim-probe-platform/haswell") + ":" + path("/ldshim-probe-lib/lib64") +
+                       "\t\t(LD_LIBRARY_PATH)\n" +
+                       "     7:\t  trying file=/ldshim-probe-nowhere/tls/haswell/x86_64/x.so\n" +
+                       "     7:\t search cache=/etc/ld.so.cache\n     7:\t search path=" + path("/lib64") + ":" +
+                       path("/usr/lib64") + "\t\t(system search path)\n";
+    std::string err;
+    auto cfg = config_from_answers(std::nullopt, text, &err);
+    ASSERT_TRUE(cfg) << err;
+    EXPECT_EQ(cfg->system_dirs, (std::vector<std::string>{"/lib64/", "/usr/lib64/"}));
+    EXPECT_EQ(cfg->subdirs.front(), "tls/haswell/x86_64/");
+    EXPECT_EQ(cfg->subdirs.size(), 8u);
+    EXPECT_EQ(cfg->subdirs.back(), "");
+    EXPECT_EQ(cfg->platform, "haswell");
+    EXPECT_EQ(cfg->dst_lib, "lib64");
+    EXPECT_EQ(cfg->hwcap_searched, kHwcapX86_64);
+    EXPECT_TRUE(cfg->hwcaps_active.empty());
+    // A probe that shows no search is no configuration.
+    EXPECT_FALSE(config_from_answers(std::nullopt, "     7:\tfind library=x [0]; searching\n", &err));
+    EXPECT_NE(err.find("probe"), std::string::npos) << err;
+}
+
 // ---- The in-process derivation (loader_config_native.cc) ----
 
 TEST(LoaderConfig, assembled_from_parts_equals_the_parsed_help) {

@@ -1,0 +1,154 @@
+// What a loader says about its search when asked by searching: the
+// LD_DEBUG=libs output of one failed lookup of a name that exists nowhere,
+// with LD_LIBRARY_PATH set to directories that exist nowhere (kProbe*).
+// Every glibc prints this the same way, so it reaches loaders whose --help
+// does not exist (before 2.33) or does not say $PLATFORM (2.37 on), and it
+// is the only place any loader states $LIB.  Pure: text in, facts out.
+#include "loader/loader_config.h"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace ldshim::loader {
+namespace {
+
+// One "search path=A:B:C\t\t(LABEL)" line: its elements and its label.
+struct SearchLine {
+    std::vector<std::string_view> elements;
+    std::string_view label;
+};
+
+std::optional<SearchLine> search_line(std::string_view line) {
+    constexpr std::string_view kHead = " search path=";
+    auto at = line.find(kHead);
+    if (at == std::string_view::npos) return std::nullopt;
+    line.remove_prefix(at + kHead.size());
+    SearchLine out;
+    auto tab = line.find("\t\t(");
+    if (tab == std::string_view::npos || !line.ends_with(')')) return std::nullopt;
+    out.label = line.substr(tab + 3, line.size() - tab - 4);
+    line = line.substr(0, tab);
+    while (!line.empty()) {
+        auto colon = line.find(':');
+        out.elements.push_back(line.substr(0, colon));
+        line.remove_prefix(colon == std::string_view::npos ? line.size() : colon + 1);
+    }
+    return out;
+}
+
+// The elements of `dir` in a search list are DIR/SUBDIR for every subdir and
+// DIR itself last; returns the subdirectory prefixes ("" last), or nullopt
+// if the run is not there.
+std::optional<std::vector<std::string>> subdirs_of(const std::vector<std::string_view>& elements,
+                                                   std::string_view dir) {
+    std::vector<std::string> out;
+    for (auto e : elements) {
+        if (e == dir) {
+            out.emplace_back();
+            return out;
+        }
+        if (e.size() > dir.size() && e.starts_with(dir) && e[dir.size()] == '/')
+            out.emplace_back(std::string(e.substr(dir.size() + 1)) + "/");
+    }
+    return std::nullopt;
+}
+
+// The one element that ends a run starting with `prefix` + '/': the
+// directory itself, after its subdirectories.
+std::optional<std::string_view> run_end(const std::vector<std::string_view>& elements, std::string_view prefix,
+                                        std::size_t run) {
+    std::size_t seen = 0;
+    for (auto e : elements) {
+        if (!e.starts_with(prefix) || e.size() <= prefix.size() || e[prefix.size()] != '/') continue;
+        if (++seen == run) return e.substr(prefix.size() + 1);
+    }
+    return std::nullopt;
+}
+
+// The glibc-hwcaps names, ISA levels and searched legacy hwcap bits that a
+// subdirectory list implies.  A legacy name that is also the platform
+// counts as a hwcap bit only when it is there twice (as "x86_64" is when
+// it is both), since the platform string and the hwcap string are separate
+// entries of glibc's list.
+void read_subdirs(LoaderConfig& cfg) {
+    constexpr std::string_view kHwcaps = "glibc-hwcaps/";
+    std::vector<std::string_view> legacy;
+    for (const auto& s : cfg.subdirs) {
+        std::string_view v(s);
+        if (v.starts_with(kHwcaps)) {
+            std::string name(v.substr(kHwcaps.size(), v.size() - kHwcaps.size() - 1));
+            if (name == "x86-64-v4") cfg.isa_levels |= 8u;
+            if (name == "x86-64-v3") cfg.isa_levels |= 4u;
+            if (name == "x86-64-v2") cfg.isa_levels |= 2u;
+            cfg.hwcaps_active.push_back(std::move(name));
+        } else if (!v.empty() && v.find('/') == v.size() - 1) {
+            legacy.push_back(v.substr(0, v.size() - 1));
+        }
+    }
+    for (auto name : legacy) {
+        int bit = x86_hwcap_bit(name);
+        bool twice = std::count(legacy.begin(), legacy.end(), name) > 1;
+        if (bit >= 0 && (name != cfg.platform.value_or("") || twice)) cfg.hwcap_searched |= std::uint64_t{1} << bit;
+    }
+}
+
+}  // namespace
+
+std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> help, std::string_view probe,
+                                                std::string* error) {
+    auto facts = parse_loader_probe(probe, error);
+    if (!facts) return std::nullopt;
+    std::optional<LoaderConfig> cfg;
+    if (help) {
+        cfg = parse_ld_so_help(*help, error);
+        if (!cfg) return std::nullopt;
+        if (!cfg->platform) cfg->platform = facts->platform;
+    } else {
+        cfg.emplace();
+        cfg->system_dirs = std::move(facts->system_dirs);
+        cfg->subdirs = std::move(facts->subdirs);
+        cfg->platform = facts->platform;
+        if (!facts->cache_path.empty()) cfg->cache_path = cfg->cache_label = facts->cache_path;
+        read_subdirs(*cfg);
+    }
+    cfg->dst_lib = facts->dst_lib.value_or(dst_lib_of(cfg->system_dirs));
+    return cfg;
+}
+
+std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error) {
+    ProbeFacts f;
+    std::optional<SearchLine> env, system;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+        if (auto c = line.find(" search cache="); c != std::string_view::npos && f.cache_path.empty())
+            f.cache_path = std::string(line.substr(c + 14));
+        auto s = search_line(line);
+        if (!s) continue;
+        if (s->label == "LD_LIBRARY_PATH" && !env)
+            env = std::move(s);
+        else if (s->label == "system search path" && !system)
+            system = std::move(s);
+    }
+    auto sub = env ? subdirs_of(env->elements, kProbeDir) : std::nullopt;
+    if (!sub || !system) {
+        if (error) *error = "the loader's probe search printed no LD_LIBRARY_PATH or system search path";
+        return std::nullopt;
+    }
+    f.subdirs = std::move(*sub);
+    // The DST runs end with the expanded directory, after its subdirectories;
+    // a DST the loader cannot expand drops its element.
+    if (auto p = run_end(env->elements, kProbePlatformDir, f.subdirs.size())) f.platform = std::string(*p);
+    if (auto l = run_end(env->elements, kProbeLibDir, f.subdirs.size())) f.dst_lib = std::string(*l);
+    std::size_t n = f.subdirs.size();
+    if (system->elements.size() % n != 0) {
+        if (error) *error = "the loader's system search path does not divide into its subdirectories";
+        return std::nullopt;
+    }
+    for (std::size_t i = n - 1; i < system->elements.size(); i += n)
+        f.system_dirs.push_back(std::string(system->elements[i]) + "/");
+    return f;
+}
+
+}  // namespace ldshim::loader
