@@ -165,17 +165,9 @@ for p in libldshim0 libldshim-dev ldshim-tools; do
 done
 
 # ---- A fresh Debian 12 root, from the cache when there is one ---------------
-# debootstrap needs a mirror; use the one apt is configured with (sources.list
-# or deb822 .sources, whatever the host has), preferring a bookworm entry.
+# debootstrap needs a mirror: the one apt is configured with (debian-mirror.sh).
 mirror() {
-    if [ -n "${LDSHIM_PKGTEST_MIRROR:-}" ]; then
-        echo "$LDSHIM_PKGTEST_MIRROR"
-        return
-    fi
-    # shellcheck disable=SC2016 # apt expands $(SITE), not the shell
-    apt-get indextargets --format '$(SITE) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
-        awk -v s="$suite" '$3 == "main" && $2 !~ /-/ { if ($2 == s) { print $1; found = 1; exit } if (!any) any = $1 }
-                          END { if (!found && any) print any }'
+    LDSHIM_DEBIAN_MIRROR=${LDSHIM_PKGTEST_MIRROR:-${LDSHIM_DEBIAN_MIRROR:-}} ./scripts/debian-mirror.sh "$suite"
 }
 make_root_tar() {
     m=$(mirror)

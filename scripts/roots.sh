@@ -1,0 +1,48 @@
+#!/bin/sh
+# Debian's own releases as roots, for the tests of other glibc versions
+# (tests/roots): bullseye (glibc 2.31, whose ld.so has no --help) and
+# trixie (glibc 2.41), each made once by debootstrap (minbase, plus gcc and
+# libc6-dev so that fixtures can be built with the root's own compiler) from
+# apt's configured mirror, and kept in $LDSHIM_ROOTS_DIR (default
+# /var/cache/ldshim/roots).  The suites are fetched in parallel; a root that
+# exists is reused.  Needs root (debootstrap); exits 77 (skipped) otherwise.
+#   scripts/roots.sh [SUITE...]        default: bullseye trixie
+set -eu
+cd "$(dirname "$0")/.."
+dir=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}
+[ "$#" -gt 0 ] || set -- bullseye trixie
+if [ "$(id -u)" -ne 0 ]; then
+    echo "roots: SKIPPED: debootstrap needs root"
+    exit 77
+fi
+if ! command -v debootstrap >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
+mkdir -p "$dir"
+
+# One suite into DIR/SUITE, through DIR/SUITE.tmp so that an interrupted run
+# never leaves half a root where a test would take it for a whole one.
+make_root() {
+    suite=$1
+    [ -x "$dir/$suite/usr/bin/env" ] && { echo "roots: $suite: cached in $dir/$suite"; return 0; }
+    mirror=$(./scripts/debian-mirror.sh "$suite") || return 1
+    rm -rf "$dir/$suite.tmp"
+    start=$(date +%s)
+    if ! debootstrap --variant=minbase --include=gcc,libc6-dev "$suite" "$dir/$suite.tmp" "$mirror" \
+        >"$dir/$suite.log" 2>&1; then
+        tail -n 20 "$dir/$suite.log" >&2
+        echo "roots: $suite: debootstrap failed (log: $dir/$suite.log)" >&2
+        return 1
+    fi
+    mv "$dir/$suite.tmp" "$dir/$suite"
+    echo "roots: $suite: made from $mirror in $(($(date +%s) - start)) s"
+}
+
+pids=""
+for s in "$@"; do
+    make_root "$s" &
+    pids="$pids $!"
+done
+status=0
+for p in $pids; do wait "$p" || status=1; done
+exit $status
