@@ -1,6 +1,7 @@
 #include "hooks/object_scan.h"
 
 #include "hooks/marker.h"
+#include "host/find_object.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -49,8 +50,7 @@ bool relocated(const dl_phdr_info& info) {
         // Objects never overlap, so the one registered at this address is the
         // one being looked at.  (Only the copied range is read: the link_map
         // itself is the loader's to publish.)
-        dl_find_object found;
-        return _dl_find_object(addr, &found) == 0 && found.dlfo_map_start <= addr && addr < found.dlfo_map_end;
+        return host::loader_lists_by_address(addr);
     }
     return false;
 }

@@ -5,6 +5,7 @@
 #include "hooks/oplog.h"
 #include "hooks/slot_writer.h"
 #include "hooks/table.h"
+#include "host/find_object.h"
 #include "host/libc.h"
 #include "host/loaded_objects.h"
 #include "host/settings.h"
@@ -155,13 +156,11 @@ void Patcher::publish_loader_targets_locked() {
     auto table = std::make_unique<LoaderTable>();
     for (const auto& [slot, p] : patches_) {
         int k = loader_index(p.id);
-        dl_find_object found;
-        if (k < 0 || _dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) continue;
-        auto lo = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
+        auto found = k < 0 ? std::nullopt : host::find_object(reinterpret_cast<void*>(slot));
+        if (!found) continue;
+        std::uintptr_t lo = found->lo;
         auto it = std::find_if(table->rows.begin(), table->rows.end(), [&](const LoaderRow& r) { return r.lo == lo; });
-        if (it == table->rows.end())
-            it = table->rows.insert(table->rows.end(),
-                                    {lo, reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), {nullptr, nullptr}});
+        if (it == table->rows.end()) it = table->rows.insert(table->rows.end(), {lo, found->hi, {nullptr, nullptr}});
         it->next[k] = reinterpret_cast<void*>(p.target);
     }
     std::sort(table->rows.begin(), table->rows.end(),
@@ -218,12 +217,10 @@ bool Patcher::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
     // only while the object is still known (an unloaded one's record
     // survives until the next full pass).
     auto look = [&](std::uintptr_t slot, std::uintptr_t hook) {
-        dl_find_object found;
-        if (_dl_find_object(reinterpret_cast<void*>(slot), &found) != 0) return;
+        auto own = host::find_object(reinterpret_cast<void*>(slot));
+        if (!own) return;
         auto v = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_ACQUIRE);
-        auto own_lo = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
-        auto own_hi = reinterpret_cast<std::uintptr_t>(found.dlfo_map_end);
-        if (v == hook || (v >= own_lo && v < own_hi) || in_ldshim(v)) return;
+        if (v == hook || own->contains(v) || in_ldshim(v)) return;
         any = true;
         theirs = theirs || (v >= lo && v < hi);
     };

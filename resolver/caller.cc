@@ -5,6 +5,7 @@
 // stack, past that library's wrapper.  Calls through an import slot never
 // need this -- ldshim's front hooks know the slot's object exactly.
 #include "hooks/patcher.h"
+#include "host/find_object.h"
 #include "host/libc.h"
 #include "host/settings.h"
 #include "ldshim.h"
@@ -25,10 +26,9 @@ struct Extent {
 };
 
 Extent extent_of(const void* addr) {
-    dl_find_object found;
-    if (_dl_find_object(const_cast<void*>(addr), &found) != 0) return {};
-    return {reinterpret_cast<std::uintptr_t>(found.dlfo_map_start),
-            reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), found.dlfo_link_map};
+    auto found = ldshim::host::find_object(addr);
+    if (!found) return {};
+    return {found->lo, found->hi, found->link_map};
 }
 
 // Whether the object defines dlopen itself (sanitizer runtimes, profilers,

@@ -1,0 +1,55 @@
+#include "host/find_object.h"
+
+#include "host/loaded_objects.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+namespace ldshim::host {
+
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)  // <dlfcn.h> of glibc 2.35 and later
+
+std::optional<ObjectExtent> find_object(const void* addr) noexcept {
+    dl_find_object found;
+    if (_dl_find_object(const_cast<void*>(addr), &found) != 0) return std::nullopt;
+    return ObjectExtent{reinterpret_cast<std::uintptr_t>(found.dlfo_map_start),
+                        reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), found.dlfo_link_map};
+}
+
+bool loader_lists_by_address(const void* addr) noexcept {
+    dl_find_object found;
+    return _dl_find_object(const_cast<void*>(addr), &found) == 0 && found.dlfo_map_start <= addr &&
+           addr < found.dlfo_map_end;
+}
+
+#else
+
+std::optional<ObjectExtent> find_object(const void* addr) noexcept {
+    auto a = reinterpret_cast<std::uintptr_t>(addr);
+    std::optional<ObjectExtent> out;
+    // The walk only copies numbers; dladdr1 runs after it.
+    for_each_loaded([&](const dl_phdr_info& info, const LoadCounters&) {
+        std::uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+            const auto& ph = info.dlpi_phdr[i];
+            if (ph.p_type != PT_LOAD) continue;
+            std::uintptr_t start = info.dlpi_addr + ph.p_vaddr;
+            lo = std::min(lo, start & ~std::uintptr_t{0xfff});
+            hi = std::max(hi, (start + ph.p_memsz + 0xfff) & ~std::uintptr_t{0xfff});
+        }
+        if (a < lo || a >= hi) return true;
+        out = ObjectExtent{lo, hi, nullptr};
+        return false;
+    });
+    if (!out) return std::nullopt;
+    Dl_info info;
+    void* map = nullptr;
+    if (dladdr1(addr, &info, &map, RTLD_DL_LINKMAP) != 0) out->link_map = map;
+    return out;
+}
+
+bool loader_lists_by_address(const void*) noexcept { return true; }
+
+#endif
+
+}  // namespace ldshim::host
