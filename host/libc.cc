@@ -19,14 +19,18 @@ namespace {
 // null instead of recursing, and the outer one fills the cache.
 [[gnu::tls_model("initial-exec")]] thread_local bool t_finding_libc = false;
 
+// Before glibc 2.34 the dl* functions live in libdl, not libc.
 template <class Fn>
 Fn libc_function(std::atomic<Fn>& cache, const char* name) {
     Fn f = cache.load(std::memory_order_acquire);
     if (f || t_finding_libc) return f;
     t_finding_libc = true;
-    if (void* libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD)) {
-        f = reinterpret_cast<Fn>(dlsym(libc, name));
-        dlclose(libc);
+    for (const char* object : {LIBC_SO, LIBDL_SO}) {
+        if (void* h = dlopen(object, RTLD_LAZY | RTLD_NOLOAD)) {
+            f = reinterpret_cast<Fn>(dlsym(h, name));
+            dlclose(h);
+        }
+        if (f) break;
     }
     t_finding_libc = false;
     if (f) cache.store(f, std::memory_order_release);

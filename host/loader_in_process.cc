@@ -1,13 +1,14 @@
 // derive_in_process(): the loader configuration of this very process, read in
 // place.  Nothing is spawned and nothing is written: the runtime runs inside
-// other people's processes.  Sources (glibc 2.36, x86-64):
+// other people's processes.  Sources (glibc 2.36 and 2.31, x86-64):
 //  * system directories: RTLD_DI_SERINFO of ld.so's own link map, whose tail
 //    they are (2.36 lists plain directories there: no hwcaps subdirectories,
 //    every flag 0);
 //  * ISA levels, $PLATFORM, legacy hwcap bits: the loader's own CPU feature
 //    state (<sys/platform/x86.h>): CPUID and XCR0 after glibc's usability
 //    rules and after GLIBC_TUNABLES=glibc.cpu.hwcaps, as ld.so settled them
-//    at startup;
+//    at startup; before 2.33, CPUID and XCR0 with 2.31's usability rules
+//    (host/cpu.cc; its glibc.cpu.hwcaps tunable is not modelled);
 //  * glibc.cpu.hwcap_mask / LD_HWCAP_MASK: the environment.
 #include "host/loader_in_process.h"
 
@@ -112,9 +113,13 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
         if (error) *error = std::move(why);
         return std::nullopt;
     };
+    // The versions whose rules are written here and tested against their
+    // own loader: 2.36 (Debian 12), and 2.31 (Debian 11: no glibc-hwcaps, no
+    // <sys/platform/x86.h>).  Anything else declines rather than guesses.
     std::string_view version = gnu_get_libc_version();
-    if (version != "2.36")
-        return fail("glibc " + std::string(version) + ": the in-process derivation knows glibc 2.36 only");
+    bool has_glibc_hwcaps = version == "2.36";
+    if (version != "2.36" && version != "2.31")
+        return fail("glibc " + std::string(version) + ": the in-process derivation knows glibc 2.31 and 2.36 only");
     link_map* rtld = rtld_link_map();
     if (!rtld)
         return fail(
@@ -126,8 +131,9 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (!facts) return fail("cannot read the main program's dynamic section");
     const bool secure = getauxval(AT_SECURE) != 0;
     std::optional<CpuView> view = cpu_view();
-    if (!view) return fail("the in-process derivation knows glibc 2.36 on x86-64 only");
-    const CpuView& cpu = *view;
+    if (!view) return fail("the in-process derivation knows x86-64 only");
+    CpuView cpu = *view;
+    if (!has_glibc_hwcaps) cpu.isa_levels = 1;
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
     p.library_path = startup_library_path(secure);

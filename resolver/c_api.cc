@@ -59,13 +59,15 @@ void set_error(const std::string& e) noexcept {
     }
 }
 
-// "via libasan.so.8": the object that `next` lives in, unless it is libc.
+// "via libasan.so.8": the object that `next` lives in, unless it is glibc's
+// own (libc, or libdl before 2.34).
 std::string interposer_of(const void* next) {
     Dl_info info;
     if (!next || !dladdr(next, &info) || !info.dli_fname) return {};
     const char* base = std::strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
-    return std::strcmp(base, LIBC_SO) == 0 ? std::string() : std::string(base);
+    bool glibc = std::strcmp(base, LIBC_SO) == 0 || std::strcmp(base, LIBDL_SO) == 0;
+    return glibc ? std::string() : std::string(base);
 }
 
 void log_decision(const char* call, const char* file, const Resolution& r, const void* next) {
