@@ -50,7 +50,8 @@ for body in "$tmp"/example*.body; do
         cat "$body"
         grep -q '\bmain[[:space:]]*(' "$body" || echo 'int main(void) { return 0; }'
     } > "$src"
-    if "$cc" -std=c99 -pedantic-errors -Wall -Werror -I"$1" -I"$2" -o "$tmp/$name" "$src" -L"$3" -lldshim \
+    # -ldl: before glibc 2.34 an example that calls dlopen needs libdl.
+    if "$cc" -std=c99 -pedantic-errors -Wall -Werror -I"$1" -I"$2" -o "$tmp/$name" "$src" -L"$3" -lldshim -ldl \
         > "$tmp/$name.log" 2>&1; then
         pass=$((pass + 1))
     else
