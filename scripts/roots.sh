@@ -1,9 +1,10 @@
 #!/bin/sh
 # Debian's own releases as roots, for the tests of other glibc versions
 # (tests/roots): bullseye (glibc 2.31, whose ld.so has no --help) and
-# trixie (glibc 2.41), each made once by debootstrap (minbase, plus gcc and
-# libc6-dev so that fixtures can be built with the root's own compiler) from
-# apt's configured mirror, and kept in $LDSHIM_ROOTS_DIR (default
+# trixie (glibc 2.41), each made once by debootstrap (minbase, plus the
+# root's own compiler and what ldshim's build and tests need from it:
+# scripts/root-resolver.sh) from apt's configured mirror, and kept in
+# $LDSHIM_ROOTS_DIR (default
 # /var/cache/ldshim/roots).  The suites are fetched in parallel; a root that
 # exists is reused.  Needs root (debootstrap); exits 77 (skipped) otherwise.
 #   scripts/roots.sh [SUITE...]        default: bullseye trixie
@@ -20,21 +21,35 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 mkdir -p "$dir"
 
+packages=gcc,g++,libc6-dev,patchelf,ninja-build,pkg-config,python3,nlohmann-json3-dev,libgtest-dev,libgmock-dev,libelf-dev,zlib1g-dev
+
 # One suite into DIR/SUITE, through DIR/SUITE.tmp so that an interrupted run
-# never leaves half a root where a test would take it for a whole one.
+# never leaves half a root where a test would take it for a whole one.  A
+# cached root made with another package list gets the missing ones.
 make_root() {
     suite=$1
-    [ -x "$dir/$suite/usr/bin/env" ] && { echo "roots: $suite: cached in $dir/$suite"; return 0; }
+    if [ -x "$dir/$suite/usr/bin/env" ]; then
+        if [ "$(cat "$dir/$suite.packages" 2>/dev/null)" != "$packages" ]; then
+            # shellcheck disable=SC2046 # one word per package
+            chroot "$dir/$suite" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                $(echo "$packages" | tr , ' ') >"$dir/$suite.log" 2>&1 ||
+                { tail -n 20 "$dir/$suite.log" >&2; echo "roots: $suite: apt-get failed" >&2; return 1; }
+            echo "$packages" >"$dir/$suite.packages"
+        fi
+        echo "roots: $suite: cached in $dir/$suite"
+        return 0
+    fi
     mirror=$(./scripts/debian-mirror.sh "$suite") || return 1
     rm -rf "$dir/$suite.tmp"
     start=$(date +%s)
-    if ! debootstrap --variant=minbase --include=gcc,libc6-dev "$suite" "$dir/$suite.tmp" "$mirror" \
+    if ! debootstrap --variant=minbase --include="$packages" "$suite" "$dir/$suite.tmp" "$mirror" \
         >"$dir/$suite.log" 2>&1; then
         tail -n 20 "$dir/$suite.log" >&2
         echo "roots: $suite: debootstrap failed (log: $dir/$suite.log)" >&2
         return 1
     fi
     mv "$dir/$suite.tmp" "$dir/$suite"
+    echo "$packages" >"$dir/$suite.packages"
     echo "roots: $suite: made from $mirror in $(($(date +%s) - start)) s"
 }
 

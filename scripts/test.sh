@@ -12,6 +12,8 @@
 #   heaptrack loop            python3 under heaptrack with ldshim, 30 runs
 #                             (the deadlock hunt: scripts/heaptrack-loop.sh 300)
 #   normal user               the meson suites again, release build, not root
+#   glibc 2.31 runtime        libldshim and its in-process suites built and run
+#                             inside the bullseye root (scripts/root-resolver.sh)
 #   build matrix              plain and clang builds (all of it: --full)
 #   Debian packages           build, lintian, install into a fresh root, use
 # Arguments go to the first meson test run (e.g. a suite name).
@@ -42,6 +44,7 @@ check "libFuzzer: ELF reader, ld.so.cache, tokens, LD_DEBUG log parser" ./script
 check "heaptrack + python3 with ldshim: 30 runs, no hang" ./scripts/heaptrack-loop.sh 30
 rm -f build/meson-logs/unprivileged.junit.xml
 check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
+check "The runtime built and tested inside the bullseye root (glibc 2.31, gcc 10)" ./scripts/root-resolver.sh bullseye
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 
