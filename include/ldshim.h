@@ -151,6 +151,27 @@ void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int m
 /* For interposers: the final open goes through `next` (their saved "real"
  * dlopen) instead of libc's.  NULL means glibc's. */
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode);
+/* For interposers that keep their own fallback (UCX's ucm): the same as
+ * ldshim_dlopen_via when ldshim has an answer, and nothing at all when it
+ * has none, so that the caller's own logic runs exactly as without ldshim.
+ * Returns
+ *   LDSHIM_OK                    ldshim answered and carried the answer out
+ *                                through `next` (NULL: glibc's dlopen);
+ *                                *handle is what dlopen returns: the object,
+ *                                or NULL with dlerror() (glibc's, or
+ *                                ldshim_dlerror()) saying why it failed;
+ *   LDSHIM_ERR_UNSUPPORTED       no answer, nothing opened: ldshim is switched
+ *                                off (LDSHIM_DISABLE), not started yet, or
+ *                                called from inside itself (also a call of
+ *                                its own forwarding that came back);
+ *   LDSHIM_ERR_SYSTEM            no answer, nothing opened: this process's
+ *                                loader cannot be modelled (ldshim_dlerror()
+ *                                says why);
+ *   LDSHIM_ERR_INVALID_ARGUMENT  a NULL file (dlopen(NULL) needs no search)
+ *                                or a NULL handle.
+ * *handle is written only with LDSHIM_OK. */
+ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* caller, const char* file, int mode,
+                                void** handle);
 /* The same for dlmopen; `next` has dlmopen's signature (Lmid_t is long). */
 void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
                          int mode);

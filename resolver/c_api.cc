@@ -139,19 +139,8 @@ bool came_back(const char* file, const void* next) {
     return file && file == t_forwarded_file && next == t_forwarded_next;
 }
 
-}  // namespace
-
-}  // namespace ldshim::resolver
-
-using namespace ldshim::resolver;
-
-extern "C" {
-
-void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
-    if (!next) next = ldshim::host::libc_dlopen;
-    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
-    Resolution r;
-    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
+// The model's answer `r` for dlopen(file, mode), carried out through `next`.
+void* open_answer(void* (*next)(const char*, int), const char* file, int mode, const Resolution& r) {
     auto id = reinterpret_cast<void*>(next);
     switch (r.kind) {
         case Resolution::Kind::loaded:
@@ -172,6 +161,38 @@ void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, con
         case Resolution::Kind::unresolved: break;
     }
     return next(file, mode);
+}
+
+}  // namespace
+
+}  // namespace ldshim::resolver
+
+using namespace ldshim::resolver;
+
+extern "C" {
+
+void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
+    if (!next) next = ldshim::host::libc_dlopen;
+    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
+    Resolution r;
+    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
+    return open_answer(next, file, mode, r);
+}
+
+ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* caller, const char* file, int mode,
+                                void** handle) {
+    if (!file || !handle) return LDSHIM_ERR_INVALID_ARGUMENT;
+    if (!next) next = ldshim::host::libc_dlopen;
+    // ldshim's own forwarding coming back through the caller: not ldshim's to answer.
+    if (came_back(file, reinterpret_cast<void*>(next))) return LDSHIM_ERR_UNSUPPORTED;
+    Resolution r;
+    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) {
+        if (r.kind != Resolution::Kind::unresolved) return LDSHIM_ERR_UNSUPPORTED;  // off, or re-entered
+        set_error(r.error);
+        return LDSHIM_ERR_SYSTEM;
+    }
+    *handle = open_answer(next, file, mode, r);
+    return LDSHIM_OK;
 }
 
 void* ldshim_dlopen_from(const void* caller, const char* file, int mode) {

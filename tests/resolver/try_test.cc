@@ -1,0 +1,102 @@
+// ldshim_dlopen_try, the entry for interposers that keep a fallback of their
+// own (UCX's ucm): it answers exactly as ldshim_dlopen_via when it can, and
+// when it cannot it opens nothing and calls nothing, so the caller's own
+// logic runs as it would without ldshim.
+#include "ldshim.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int g_calls = 0;
+void* counting_dlopen(const char* file, int mode) {
+    ++g_calls;
+    return dlopen(file, mode);
+}
+
+// A `next` that hands ldshim's own forwarded call straight back to it, as a
+// wrapper that saved ldshim's entry as its "original" would.
+int g_inner = -1;
+void* returning_dlopen(const char* file, int mode) {
+    void* h = nullptr;
+    g_inner = ldshim_dlopen_try(returning_dlopen, reinterpret_cast<const void*>(&counting_dlopen), file, mode, &h);
+    return dlopen(file, mode);
+}
+
+const void* in_main_program() { return reinterpret_cast<const void*>(&counting_dlopen); }
+
+}  // namespace
+
+TEST(DlopenTry, an_answer_is_carried_out_through_next_and_the_handle_is_what_dlopen_returns) {
+    g_calls = 0;
+    void* h = reinterpret_cast<void*>(1);
+    ASSERT_EQ(ldshim_dlopen_try(counting_dlopen, in_main_program(), "libz.so.1", RTLD_NOW, &h), LDSHIM_OK);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(g_calls, 1) << "opened once, through next";
+    EXPECT_EQ(h, dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) << "the object glibc would return";
+    const link_map* map = static_cast<const link_map*>(h);
+    EXPECT_NE(std::strstr(map->l_name, "libz.so.1"), nullptr) << map->l_name;
+    dlclose(h);
+    dlclose(h);
+}
+
+TEST(DlopenTry, a_library_that_exists_nowhere_is_an_answer_too_a_null_handle_and_the_text) {
+    void* h = reinterpret_cast<void*>(1);
+    ASSERT_EQ(ldshim_dlopen_try(nullptr, in_main_program(), "libldshim-nowhere.so", RTLD_NOW, &h), LDSHIM_OK);
+    EXPECT_EQ(h, nullptr);
+    const char* why = ldshim_dlerror();
+    ASSERT_NE(why, nullptr);
+    EXPECT_NE(std::strstr(why, "libldshim-nowhere.so: cannot open shared object file"), nullptr) << why;
+}
+
+TEST(DlopenTry, bad_arguments_open_nothing) {
+    g_calls = 0;
+    void* h = reinterpret_cast<void*>(1);
+    EXPECT_EQ(ldshim_dlopen_try(counting_dlopen, in_main_program(), nullptr, RTLD_NOW, &h),
+              LDSHIM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ldshim_dlopen_try(counting_dlopen, in_main_program(), "libz.so.1", RTLD_NOW, nullptr),
+              LDSHIM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(h, reinterpret_cast<void*>(1)) << "the handle is written only with LDSHIM_OK";
+    EXPECT_EQ(g_calls, 0);
+}
+
+TEST(DlopenTry, its_own_forwarding_coming_back_is_declined_not_answered_again) {
+    void* h = nullptr;
+    g_inner = -1;
+    ASSERT_EQ(ldshim_dlopen_try(returning_dlopen, in_main_program(), "libbz2.so.1.0", RTLD_NOW, &h), LDSHIM_OK);
+    EXPECT_NE(h, nullptr);
+    EXPECT_EQ(g_inner, LDSHIM_ERR_UNSUPPORTED) << "the call that came back through next";
+    if (h) dlclose(h);
+}
+
+// Switched off, it declines without calling next: checked in a child started
+// with LDSHIM_DISABLE=1 (the setting is read once, at start-up).
+TEST(DlopenTry, switched_off_it_declines_and_calls_nothing) {
+    if (std::getenv("LDSHIM_DISABLE")) {
+        g_calls = 0;
+        void* h = reinterpret_cast<void*>(1);
+        int rc = ldshim_dlopen_try(counting_dlopen, in_main_program(), "libz.so.1", RTLD_NOW, &h);
+        std::_Exit(rc == LDSHIM_ERR_UNSUPPORTED && g_calls == 0 && h == reinterpret_cast<void*>(1) ? 0 : 1);
+    }
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        setenv("LDSHIM_DISABLE", "1", 1);
+        execl("/proc/self/exe", "try_test", "--gtest_filter=DlopenTry.switched_off_it_declines_and_calls_nothing",
+              static_cast<char*>(nullptr));
+        std::_Exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "LDSHIM_ERR_UNSUPPORTED, next not called, handle untouched";
+}
