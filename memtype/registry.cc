@@ -1,58 +1,108 @@
 #include "memtype/registry.h"
 
-#include <pthread.h>
-
 #include "memtype/epoch.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <new>
 
 namespace ldshim::memtype {
 
 namespace {
-constexpr std::uintptr_t kTop = std::numeric_limits<std::uintptr_t>::max();
-using detail::count_le;
+using detail::Inner;
+using detail::kInnerKeys;
+using detail::kLeafKeys;
+using detail::kTop;
+using detail::Leaf;
 using detail::span_length;
 
-std::size_t snapshot_bytes(std::size_t nchunks) {
-    return sizeof(Registry::Snapshot) + nchunks * (sizeof(void*) + sizeof(std::uintptr_t)) + 64;
+// A non-root leaf keeps at least this many entries, an interior node at least
+// this many children; merges and redistribution keep them there.
+constexpr std::size_t kLeafMin = 5;
+constexpr std::size_t kInnerMinChildren = 4;
+constexpr std::size_t kSlab = 64 << 10;
+
+constexpr Leaf make_empty_leaf() {
+    Leaf l{};
+    for (auto& k : l.key) k = kTop;
+    return l;
+}
+// The empty tree: one shared leaf that is never freed nor counted.
+constinit const Leaf kEmptyLeaf = make_empty_leaf();
+
+std::size_t node_bytes(bool leaf) { return leaf ? sizeof(Leaf) : sizeof(Inner); }
+bool is_leaf_tag(const void* tagged) { return (reinterpret_cast<std::uintptr_t>(tagged) & 1) != 0; }
+void* untag(void* tagged) {
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(tagged) & ~std::uintptr_t{1});
+}
+void* tag_node(const void* node, bool leaf) {
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(node) | (leaf ? 1 : 0));
 }
 
-Registry::Snapshot* make_snapshot(std::size_t nchunks) {
-    std::size_t bytes = (snapshot_bytes(nchunks) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    auto* s = static_cast<Registry::Snapshot*>(p);
-    s->nchunks = nchunks;
-    s->nentries = 0;
-    return s;
+std::size_t leaf_rank(const Leaf* l, std::uintptr_t x) { return detail::rank<kLeafKeys>(l->key, l->n, x); }
+std::size_t inner_rank(const Inner* in, std::uintptr_t x) { return detail::rank<kInnerKeys>(in->key, in->n, x); }
+const void* child_at(const Inner* in, std::size_t c) { return __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE); }
+}  // namespace
+
+// ---- leaf and interior node primitives (on nodes the update owns) ----------
+
+namespace {
+using detail::Flat;
+
+Flat get(const Leaf* l, std::size_t i) { return {l->key[i], l->last[i], l->tag[i], l->device[i]}; }
+void put(Leaf* l, std::size_t i, const Flat& f) {
+    l->key[i] = f.base;
+    l->last[i] = f.last;
+    l->tag[i] = f.tag;
+    l->device[i] = f.device;
+}
+// Moves entries [from, n) by `by` slots (negative: to the left).
+void leaf_shift(Leaf* l, std::size_t from, std::ptrdiff_t by) {
+    std::size_t cnt = l->n - from;
+    auto to = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(from) + by);
+    std::memmove(&l->key[to], &l->key[from], cnt * sizeof l->key[0]);
+    std::memmove(&l->last[to], &l->last[from], cnt * sizeof l->last[0]);
+    std::memmove(&l->tag[to], &l->tag[from], cnt * sizeof l->tag[0]);
+    std::memmove(&l->device[to], &l->device[from], cnt * sizeof l->device[0]);
+}
+void leaf_pad(Leaf* l) {
+    for (std::size_t i = l->n; i < kLeafKeys; ++i) l->key[i] = kTop;
+}
+void inner_pad(Inner* in) {
+    for (std::size_t i = in->n; i < kInnerKeys; ++i) in->key[i] = kTop;
+}
+// Inserts key at pos and child at pos + 1.
+void inner_insert_at(Inner* in, std::size_t pos, std::uintptr_t key, const void* child) {
+    std::size_t n = in->n;
+    std::memmove(&in->key[pos + 1], &in->key[pos], (n - pos) * sizeof in->key[0]);
+    std::memmove(&in->child[pos + 2], &in->child[pos + 1], (n - pos) * sizeof in->child[0]);
+    in->key[pos] = key;
+    in->child[pos + 1] = child;
+    in->n = static_cast<std::uint16_t>(n + 1);
+}
+// Removes key[pos] and child[pos + 1].
+void inner_erase_at(Inner* in, std::size_t pos) {
+    std::size_t n = in->n;
+    std::memmove(&in->key[pos], &in->key[pos + 1], (n - pos - 1) * sizeof in->key[0]);
+    std::memmove(&in->child[pos + 1], &in->child[pos + 2], (n - pos - 1) * sizeof in->child[0]);
+    in->n = static_cast<std::uint16_t>(n - 1);
+    in->key[n - 1] = kTop;
+    in->child[n] = nullptr;
+}
+std::uintptr_t min_key(const void* node, unsigned h) {
+    for (; h > 0; --h) node = child_at(static_cast<const Inner*>(node), 0);
+    return static_cast<const Leaf*>(node)->key[0];
 }
 }  // namespace
 
-struct Registry::Flat {
-    std::uintptr_t base, last;
-    std::uint64_t generation;
-    std::int32_t device;
-    Type type;
-};
+// ---- construction, pools, reclamation ----------------------------------------
 
-Registry::Registry() : dom_(&EpochDomain::instance()), current_(make_snapshot(0)) {}
+Registry::Registry() : dom_(&EpochDomain::instance()), root_(reinterpret_cast<std::uintptr_t>(&kEmptyLeaf)) {}
 
 Registry::~Registry() {
-    const Snapshot* s = current_.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < s->nchunks; ++i) delete s->chunks()[i];
-    std::free(const_cast<Snapshot*>(s));
-    for (auto& r : retired_)
-        for (std::size_t i = 0; i < r.blocks.size(); ++i) {
-            if (i == 0)
-                std::free(const_cast<void*>(r.blocks[i]));
-            else
-                delete static_cast<const Chunk*>(r.blocks[i]);
-        }
+    for (void* s : slabs_) std::free(s);
 }
 
 namespace {
@@ -73,37 +123,159 @@ Registry& Registry::global() {
 
 Registry* Registry::existing_global() { return g_global.load(std::memory_order_acquire); }
 
-std::size_t Registry::size() const noexcept {
-    EpochDomain::Guard guard(*dom_);
-    return __atomic_load_n(&current_.load(std::memory_order_acquire)->nentries, __ATOMIC_RELAXED);
+// A free block's first word links it to the next; blocks are carved from
+// 64 KiB slabs, so an update allocates from the system once per slab.
+void* Registry::pool_get(bool leaf) {
+    void*& head = free_[leaf ? 1 : 0];
+    if (!head) {
+        slabs_.push_back(nullptr);  // may throw, before anything is allocated
+        void* slab = std::aligned_alloc(4096, kSlab);
+        if (!slab) {
+            slabs_.pop_back();
+            throw std::bad_alloc();
+        }
+        slabs_.back() = slab;
+        held_bytes_.fetch_add(kSlab, std::memory_order_relaxed);
+        std::size_t sz = node_bytes(leaf);
+        for (std::size_t off = kSlab; off >= sz; off -= sz) {
+            void* b = static_cast<char*>(slab) + off - sz;
+            *static_cast<void**>(b) = head;
+            head = b;
+        }
+    }
+    void* b = head;
+    head = *static_cast<void**>(b);
+    return b;
 }
 
-std::size_t Registry::memory_bytes() const noexcept {
-    EpochDomain::Guard guard(*dom_);
-    const Snapshot* s = current_.load(std::memory_order_acquire);
-    return snapshot_bytes(s->nchunks) + s->nchunks * sizeof(Chunk);
+void Registry::pool_put(void* tagged) {
+    void* b = untag(tagged);
+    void*& head = free_[is_leaf_tag(tagged) ? 1 : 0];
+    *static_cast<void**>(b) = head;
+    head = b;
 }
+
+Leaf* Registry::new_leaf() {
+    fresh_.reserve(fresh_.size() + 1);  // so that recording it cannot throw
+    auto* l = static_cast<Leaf*>(pool_get(true));
+    fresh_.push_back(tag_node(l, true));
+    l->fresh = 1;
+    return l;
+}
+
+Inner* Registry::new_inner() {
+    fresh_.reserve(fresh_.size() + 1);
+    auto* in = static_cast<Inner*>(pool_get(false));
+    fresh_.push_back(tag_node(in, false));
+    in->fresh = 1;
+    return in;
+}
+
+Leaf* Registry::own_leaf(const void* node) {
+    const auto* l = static_cast<const Leaf*>(node);
+    if (l->fresh) return const_cast<Leaf*>(l);
+    replaced_.reserve(replaced_.size() + 1);
+    Leaf* c = new_leaf();
+    std::memcpy(static_cast<void*>(c), l, sizeof(Leaf));
+    c->fresh = 1;
+    if (l != &kEmptyLeaf) replaced_.push_back(tag_node(l, true));
+    return c;
+}
+
+Inner* Registry::own_inner(const void* node) {
+    const auto* in = static_cast<const Inner*>(node);
+    if (in->fresh) return const_cast<Inner*>(in);
+    replaced_.reserve(replaced_.size() + 1);
+    Inner* c = new_inner();
+    std::memcpy(static_cast<void*>(c), in, sizeof(Inner));
+    c->fresh = 1;
+    replaced_.push_back(tag_node(in, false));
+    return c;
+}
+
+// A node leaves the tree being built: freed at commit if this update made it,
+// retired if readers may hold it.
+void Registry::drop(const void* node, unsigned h) {
+    bool leaf = h == 0;
+    bool fresh = leaf ? static_cast<const Leaf*>(node)->fresh : static_cast<const Inner*>(node)->fresh;
+    if (leaf && node == &kEmptyLeaf) return;
+    (fresh ? dropped_ : replaced_).push_back(tag_node(node, leaf));
+}
+
+void Registry::retire(const void* node, bool leaf) {
+    if (node == &kEmptyLeaf) return;
+    pending_.push_back(tag_node(node, leaf));
+    pending_bytes_ += node_bytes(leaf);
+}
+
+// Frees what no reader can still see.  Each round costs every reading thread
+// an interrupt (membarrier), so unlinked nodes wait in batches: a round runs
+// once they exceed 256 KiB or half the live tree.
+void Registry::reclaim(bool force) {
+    std::size_t live = live_bytes_.load(std::memory_order_relaxed);
+    if (!force && pending_bytes_ < std::max<std::size_t>(256 << 10, live / 2)) return;
+    if (!pending_.empty()) {
+        batches_.push_back({dom_->advance(), {}});  // everything pending was unlinked before this epoch ended
+        batches_.back().nodes.swap(pending_);
+        pending_bytes_ = 0;
+    }
+    if (batches_.empty()) return;
+    std::uint64_t oldest = dom_->oldest_reader();
+    std::size_t freed = 0;
+    while (freed < batches_.size() && batches_[freed].epoch < oldest) {
+        for (void* b : batches_[freed].nodes) pool_put(b);
+        ++freed;
+    }
+    if (freed == 0) return;
+    // Keep one emptied vector's capacity for the next batch.
+    if (pending_.capacity() == 0) {
+        batches_[0].nodes.clear();
+        pending_.swap(batches_[0].nodes);
+    }
+    batches_.erase(batches_.begin(), batches_.begin() + static_cast<std::ptrdiff_t>(freed));
+}
+
+// ---- reading -------------------------------------------------------------
+
+std::size_t Registry::size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+std::size_t Registry::memory_bytes() const noexcept { return live_bytes_.load(std::memory_order_relaxed); }
+
+std::size_t Registry::held_bytes() const noexcept { return held_bytes_.load(std::memory_order_relaxed); }
+
+namespace {
+void walk(const void* node, unsigned h, std::vector<Info>& out) {
+    if (h == 0) {
+        const auto* l = static_cast<const Leaf*>(node);
+        for (std::size_t i = 0; i < l->n; ++i)
+            out.push_back({static_cast<Type>(l->tag[i] & 0xff), l->device[i], l->key[i],
+                           span_length(l->key[i], l->last[i]), l->tag[i] >> 8});
+        return;
+    }
+    const auto* in = static_cast<const Inner*>(node);
+    for (std::size_t c = 0; c <= in->n; ++c) walk(child_at(in, c), h - 1, out);
+}
+}  // namespace
 
 std::vector<Info> Registry::entries() const {
     std::vector<Info> out;
     EpochDomain::Guard guard(*dom_);
-    const Snapshot* s = current_.load(std::memory_order_acquire);
-    for (std::size_t c = 0; c < s->nchunks; ++c) {
-        const Chunk* ch = __atomic_load_n(&s->chunks()[c], __ATOMIC_ACQUIRE);
-        for (std::uint32_t i = 0; i < ch->n; ++i)
-            out.push_back({ch->e[i].type, ch->e[i].device, ch->base[i], span_length(ch->base[i], ch->e[i].last),
-                           ch->e[i].generation});
-    }
+    std::uintptr_t r = root_.load(std::memory_order_acquire);
+    walk(reinterpret_cast<const void*>(r & ~kHeightMask), static_cast<unsigned>(r & kHeightMask), out);
     return out;
 }
+
+// ---- updates ---------------------------------------------------------------
 
 std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type type, int device) {
     if (length == 0) return 0;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
     std::lock_guard<std::mutex> lock(write_mu_);
-    Flat add{base, last, next_generation_++, device, type};
+    std::uint64_t gen = next_generation_;
+    Flat add{base, last, gen << 8 | static_cast<std::uint8_t>(type), device};
     edit(base, last, &add);
-    return add.generation;
+    ++next_generation_;  // only once the range is in
+    return gen;
 }
 
 void Registry::remove(std::uintptr_t base, std::size_t length) {
@@ -113,161 +285,390 @@ void Registry::remove(std::uintptr_t base, std::size_t length) {
     edit(base, last, nullptr);
 }
 
+void Registry::retire_tree(const void* node, unsigned h) {
+    if (h > 0) {
+        const auto* in = static_cast<const Inner*>(node);
+        for (std::size_t c = 0; c <= in->n; ++c) retire_tree(in->child[c], h - 1);
+    }
+    retire(node, h == 0);
+}
+
 void Registry::clear() {
     std::lock_guard<std::mutex> lock(write_mu_);
-    const Snapshot* s = current_.load(std::memory_order_relaxed);
-    std::vector<const void*> garbage{s};
-    for (std::size_t i = 0; i < s->nchunks; ++i) garbage.push_back(s->chunks()[i]);
-    Snapshot* empty = make_snapshot(0);
-    publish(empty, std::move(garbage), snapshot_bytes(s->nchunks) + s->nchunks * sizeof(Chunk));
+    // Room to retire every node (at most live / 256 of them) before unlinking them.
+    pending_.reserve(pending_.size() + live_bytes_.load(std::memory_order_relaxed) / sizeof(Inner) + 1);
+    std::uintptr_t r = root_.load(std::memory_order_relaxed);
+    root_.store(reinterpret_cast<std::uintptr_t>(&kEmptyLeaf), std::memory_order_release);
+    retire_tree(reinterpret_cast<const void*>(r & ~kHeightMask), static_cast<unsigned>(r & kHeightMask));
+    count_.store(0, std::memory_order_relaxed);
+    live_bytes_.store(0, std::memory_order_relaxed);
     reclaim(true);
 }
 
-// Replace [base, last] (cutting what overlaps it) and optionally insert `add`.
-// Only the chunks that hold overlapping entries, plus at most one neighbour
-// to keep chunks from shrinking to nothing, are rebuilt.  One function on
-// purpose: the affected range, the rebuilt entries and the new index are
-// one copy-on-write step whose invariants read best together.
-void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {  // NOLINT(readability-function-size)
-    const Snapshot* s = current_.load(std::memory_order_relaxed);
-    const std::size_t nc = s->nchunks;
-    std::size_t ci = 0, cj = 0;  // affected chunks [ci, cj)
-    if (nc > 0) {
-        std::size_t a = count_le(s->first(), nc, base);
-        std::size_t b = count_le(s->first(), nc, last);
-        ci = a ? a - 1 : 0;
-        cj = (b ? b - 1 : 0) + 1;
-    }
-    std::vector<Flat> flat;
-    bool changed = add != nullptr;
-    auto take = [&](std::size_t c, std::vector<Flat>& out) {
-        const Chunk* ch = s->chunks()[c];
-        for (std::uint32_t i = 0; i < ch->n; ++i)
-            out.push_back({ch->base[i], ch->e[i].last, ch->e[i].generation, ch->e[i].device, ch->e[i].type});
-    };
-    for (std::size_t c = ci; c < cj; ++c) {
-        const Chunk* ch = s->chunks()[c];
-        for (std::uint32_t i = 0; i < ch->n; ++i) {
-            Flat e{ch->base[i], ch->e[i].last, ch->e[i].generation, ch->e[i].device, ch->e[i].type};
-            if (e.last < base || e.base > last) {
-                flat.push_back(e);
-                continue;
-            }
-            changed = true;
-            if (e.base < base) flat.push_back({e.base, base - 1, e.generation, e.device, e.type});
-            if (e.last > last) flat.push_back({last + 1, e.last, e.generation, e.device, e.type});
-        }
-    }
-    if (!changed) return;  // removing a gap: nothing to publish
-    if (add)
-        flat.insert(std::upper_bound(flat.begin(), flat.end(), add->base,
-                                     [](std::uintptr_t b, const Flat& f) { return b < f.base; }),
-                    *add);
-    // Absorb a neighbour when the rebuilt run got small.
-    if (flat.size() < kChunk / 2) {
-        if (cj < nc) {
-            take(cj, flat);
-            ++cj;
-        } else if (ci > 0) {
-            std::vector<Flat> before;
-            take(ci - 1, before);
-            flat.insert(flat.begin(), before.begin(), before.end());
-            --ci;
-        }
-    }
-    // Rebuild the run as chunks, splitting only what overflows: evenly, or,
-    // when the new range went to the end of the address space seen so far
-    // (allocators grow upwards), full chunks first so that appends do not
-    // leave half-empty chunks behind.
-    std::size_t pieces = flat.empty() ? 0 : (flat.size() + kChunk - 1) / kChunk;
-    const bool append = add && cj == nc && !flat.empty() && flat.back().base == add->base;
-    std::vector<Chunk*> fresh;
-    for (std::size_t p = 0, pos = 0; p < pieces; ++p) {
-        std::size_t take_n =
-            append ? std::min(kChunk, flat.size() - pos) : flat.size() / pieces + (p < flat.size() % pieces ? 1 : 0);
-        auto* ch = new Chunk();
-        std::fill(std::begin(ch->base), std::end(ch->base), kTop);
-        for (std::size_t k = 0; k < take_n; ++k, ++pos) {
-            const Flat& f = flat[pos];
-            ch->base[k] = f.base;
-            ch->e[k] = {f.last, f.generation, f.device, f.type};
-        }
-        ch->n = static_cast<std::uint32_t>(take_n);
-        fresh.push_back(ch);
-    }
-    // The common update -- one chunk rewritten, same first key -- leaves the
-    // index as it is: the chunk pointer is swapped in place, so readers keep
-    // their cached index lines and only the one chunk changes under them.
-    // (A lookup reads one chunk, so old and new chunks side by side are each
-    // a state the writer published.)
-    if (cj - ci == 1 && fresh.size() == 1 && fresh[0]->base[0] == s->first()[ci]) {
-        auto* live = const_cast<Snapshot*>(s);
-        const Chunk* old = s->chunks()[ci];
-        std::size_t entries = s->nentries - old->n + fresh[0]->n;
-        __atomic_store_n(&live->chunks()[ci], fresh[0], __ATOMIC_RELEASE);
-        __atomic_store_n(&live->nentries, entries, __ATOMIC_RELAXED);
-        retire({nullptr, old}, sizeof(Chunk));
-        return;
-    }
-    std::size_t nn = nc - (cj - ci) + fresh.size();
-    Snapshot* next = make_snapshot(nn);
-    std::size_t k = 0, entries = 0;
-    auto put = [&](const Chunk* ch) {
-        next->chunks()[k] = ch;
-        next->first()[k] = ch->base[0];
-        ++k;
-        entries += ch->n;
-    };
-    for (std::size_t c = 0; c < ci; ++c) put(s->chunks()[c]);
-    for (Chunk* ch : fresh) put(ch);
-    for (std::size_t c = cj; c < nc; ++c) put(s->chunks()[c]);
-    next->nentries = entries;
-    std::vector<const void*> garbage{s};
-    for (std::size_t c = ci; c < cj; ++c) garbage.push_back(s->chunks()[c]);
-    publish(next, std::move(garbage), snapshot_bytes(s->nchunks) + (cj - ci) * sizeof(Chunk));
-}
-
-void Registry::publish(Snapshot* next, std::vector<const void*> garbage, std::size_t garbage_bytes) {
-    current_.store(next, std::memory_order_release);
-    retire(std::move(garbage), garbage_bytes);
-}
-
-// `blocks` were reachable until now: free them once no reader can hold them.
-// A batch whose first block is a snapshot frees it with free(), the rest are
-// chunks; a batch of chunks alone is marked by a leading nullptr.
-void Registry::retire(std::vector<const void*> blocks, std::size_t bytes) {
-    std::uint64_t e = dom_->advance();
-    retired_.push_back({e, std::move(blocks), bytes});
-    retired_bytes_ += bytes;
+void Registry::edit(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+    if (!edit_one_leaf(base, last, add)) edit_tree(base, last, add);
     reclaim(false);
 }
 
-// Frees what no reader can still see.  The first block of each batch is a
-// snapshot (malloc), the rest are chunks (new).
-// Reclaiming costs the readers an interrupt (membarrier), so it is batched:
-// it runs once the retired memory exceeds 256 KiB or twice the live snapshot,
-// which bounds the memory held for readers to a small multiple of the live
-// size.
-void Registry::reclaim(bool force) {
-    if (retired_.empty()) return;
-    const Snapshot* live = current_.load(std::memory_order_relaxed);
-    std::size_t live_bytes = snapshot_bytes(live->nchunks) + live->nchunks * sizeof(Chunk);
-    if (!force && retired_bytes_ < std::max<std::size_t>(256 << 10, 2 * live_bytes)) return;
-    // One barrier, then every batch retired before the oldest reader's epoch.
-    std::uint64_t oldest = dom_->oldest_reader();
-    std::size_t freed = 0;
-    while (freed < retired_.size() && retired_[freed].epoch < oldest) ++freed;
-    for (std::size_t i = 0; i < freed; ++i) {
-        auto& r = retired_[i];
-        retired_bytes_ -= r.bytes;
-        for (std::size_t b = 0; b < r.blocks.size(); ++b) {
-            if (b == 0)
-                std::free(const_cast<void*>(r.blocks[b]));  // a snapshot, or nullptr
-            else
-                delete static_cast<const Chunk*>(r.blocks[b]);
+namespace {
+// The entries of l with [base, last] cut out and `add` put in, into out
+// (room for kLeafKeys + 2).  Returns the count; *changed says whether
+// anything differs from l.
+std::size_t splice(const Leaf* l, std::uintptr_t base, std::uintptr_t last, const Flat* add, Flat* out, bool* changed) {
+    std::size_t k = 0;
+    bool added = false;
+    *changed = add != nullptr;
+    for (std::size_t i = 0; i < l->n; ++i) {
+        Flat e = get(l, i);
+        if (add && !added && e.base > last) {
+            out[k++] = *add;
+            added = true;
         }
+        if (e.last < base || e.base > last) {
+            out[k++] = e;
+            continue;
+        }
+        *changed = true;
+        if (e.base < base) out[k++] = {e.base, base - 1, e.tag, e.device};
+        if (add && !added) {
+            out[k++] = *add;
+            added = true;
+        }
+        if (e.last > last) out[k++] = {last + 1, e.last, e.tag, e.device};
     }
-    retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(freed));
+    if (add && !added) out[k++] = *add;
+    return k;
+}
+}  // namespace
+
+// The common update: everything it changes lies in one leaf, which keeps its
+// first key (or is the leftmost) and stays between the fill bounds.  The
+// rebuilt leaf replaces the old one with one store into its parent's slot,
+// so the rest of the published tree -- and readers' caches of it -- stay.
+bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+    std::uintptr_t r = root_.load(std::memory_order_relaxed);
+    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    Inner* parent = nullptr;
+    std::size_t slot = 0;
+    bool leftmost = true;
+    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
+        auto* in = static_cast<Inner*>(const_cast<void*>(node));
+        std::size_t c = inner_rank(in, base);
+        if (c < in->n && last >= in->key[c]) return false;  // reaches the next subtree
+        leftmost = leftmost && c == 0;
+        parent = in;
+        slot = c;
+        node = in->child[c];
+    }
+    const auto* l = static_cast<const Leaf*>(node);
+    Flat out[kLeafKeys + 2];
+    bool changed = false;
+    std::size_t n = splice(l, base, last, add, out, &changed);
+    if (!changed) return true;  // removing a gap
+    if (n > kLeafKeys || (parent && n < kLeafMin)) return false;
+    if (!leftmost && out[0].base != l->key[0]) return false;  // a separator would change
+    pending_.reserve(pending_.size() + 1);                    // retiring the old leaf cannot fail once published
+    const void* fresh = &kEmptyLeaf;
+    if (n > 0) {
+        Leaf* nl = static_cast<Leaf*>(pool_get(true));
+        for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
+        nl->n = static_cast<std::uint16_t>(n);
+        nl->fresh = 0;
+        leaf_pad(nl);
+        fresh = nl;
+    }
+    if (parent)
+        __atomic_store_n(&parent->child[slot], fresh, __ATOMIC_RELEASE);
+    else
+        root_.store(reinterpret_cast<std::uintptr_t>(fresh), std::memory_order_release);
+    live_bytes_.fetch_add((n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0),
+                          std::memory_order_relaxed);
+    count_.fetch_add(n - l->n, std::memory_order_relaxed);
+    retire(l, true);
+    return true;
+}
+
+// Collects the entries that overlap [base, last] into overlap_, in order.
+void Registry::collect(const void* node, unsigned h, std::uintptr_t base, std::uintptr_t last) {
+    if (h == 0) {
+        const auto* l = static_cast<const Leaf*>(node);
+        for (std::size_t i = 0; i < l->n; ++i)
+            if (l->key[i] <= last && l->last[i] >= base) overlap_.push_back(get(l, i));
+        return;
+    }
+    const auto* in = static_cast<const Inner*>(node);
+    std::size_t lo = inner_rank(in, base), hi = inner_rank(in, last);
+    for (std::size_t c = lo; c <= hi; ++c) collect(in->child[c], h - 1, base, last);
+}
+
+// Any other update, as B+tree operations on a private copy of the path(s)
+// it touches: each overlapping entry erased, its remnants and the new range
+// inserted, then the new root published at once.
+void Registry::edit_tree(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+    std::uintptr_t r = root_.load(std::memory_order_relaxed);
+    work_root_ = reinterpret_cast<void*>(r & ~kHeightMask);
+    work_height_ = static_cast<unsigned>(r & kHeightMask);
+    work_count_ = 0;
+    overlap_.clear();
+    collect(work_root_, work_height_, base, last);
+    if (overlap_.empty() && !add) return;
+    try {
+        for (const Flat& e : overlap_) tx_erase(e.base);
+        if (!overlap_.empty()) {
+            const Flat& front = overlap_.front();
+            const Flat& back = overlap_.back();
+            if (front.base < base) tx_insert({front.base, base - 1, front.tag, front.device});
+            if (back.last > last) tx_insert({last + 1, back.last, back.tag, back.device});
+        }
+        if (add) tx_insert(*add);
+        pending_.reserve(pending_.size() + replaced_.size() + 1);  // commit cannot fail
+    } catch (...) {
+        rollback();  // nothing was published
+        throw;
+    }
+    commit();
+}
+
+void Registry::tx_insert(const Flat& e) {
+    void* root = own(work_root_, work_height_);
+    work_root_ = root;
+    Split s = insert_rec(root, work_height_, e, true, true);
+    if (s.right) {
+        Inner* nr = new_inner();
+        nr->n = 1;
+        nr->key[0] = s.sep;
+        nr->child[0] = root;
+        nr->child[1] = s.right;
+        inner_pad(nr);
+        work_root_ = nr;
+        ++work_height_;
+    }
+    ++work_count_;
+}
+
+void Registry::tx_erase(std::uintptr_t key) {
+    void* root = own(work_root_, work_height_);
+    work_root_ = root;
+    erase_rec(root, work_height_, key);
+    // A root with one child gives way to it.
+    while (work_height_ > 0 && static_cast<Inner*>(work_root_)->n == 0) {
+        void* only = const_cast<void*>(static_cast<Inner*>(work_root_)->child[0]);
+        drop(work_root_, work_height_);
+        work_root_ = only;
+        --work_height_;
+    }
+    --work_count_;
+}
+
+Registry::Split Registry::insert_rec(void* node, unsigned h, const Flat& e, bool leftmost, bool rightmost) {
+    if (h == 0) {
+        auto* l = static_cast<Leaf*>(node);
+        std::size_t pos = leaf_rank(l, e.base);
+        if (l->n == kLeafKeys) return split_leaf(l, pos, e, leftmost, rightmost);
+        leaf_shift(l, pos, 1);
+        put(l, pos, e);
+        ++l->n;
+        return {0, nullptr};
+    }
+    auto* in = static_cast<Inner*>(node);
+    std::size_t c = inner_rank(in, e.base);
+    if (h == 1 && spill_right(in, c, e)) return {0, nullptr};
+    void* child = own(in->child[c], h - 1);
+    in->child[c] = child;
+    Split s = insert_rec(child, h - 1, e, leftmost && c == 0, rightmost && c == in->n);
+    if (!s.right) return s;
+    if (in->n < kInnerKeys) {
+        inner_insert_at(in, c, s.sep, s.right);
+        return {0, nullptr};
+    }
+    return split_inner(in, c, s.sep, s.right);
+}
+
+// An entry that would go after the last one of a full leaf goes before the
+// first one of its right sibling instead, if that has room (the separator
+// moves down to it).  This is what re-inserting a leaf's first range after
+// removing it does; splitting there would leave two half-empty leaves.
+bool Registry::spill_right(Inner* in, std::size_t c, const Flat& e) {
+    const auto* l = static_cast<const Leaf*>(in->child[c]);
+    if (l->n < kLeafKeys || c >= in->n || e.base < l->key[kLeafKeys - 1]) return false;
+    const auto* r = static_cast<const Leaf*>(in->child[c + 1]);
+    if (r->n >= kLeafKeys) return false;
+    Leaf* rw = own_leaf(r);
+    in->child[c + 1] = rw;
+    leaf_shift(rw, 0, 1);
+    put(rw, 0, e);
+    ++rw->n;
+    in->key[c] = e.base;
+    return true;
+}
+
+// A full leaf takes e at pos and splits: evenly, or, when the tree grows at
+// its right (left) end as allocators do, leaving the old leaf full.
+Registry::Split Registry::split_leaf(Leaf* l, std::size_t pos, const Flat& e, bool leftmost, bool rightmost) {
+    Flat all[kLeafKeys + 1];
+    for (std::size_t i = 0, k = 0; k <= kLeafKeys; ++k) all[k] = k == pos ? e : get(l, i++);
+    std::size_t m = (kLeafKeys + 1) / 2;
+    if (rightmost && pos == kLeafKeys) m = kLeafKeys;
+    if (leftmost && pos == 0) m = 1;
+    Leaf* right = new_leaf();
+    for (std::size_t k = 0; k < m; ++k) put(l, k, all[k]);
+    for (std::size_t k = m; k <= kLeafKeys; ++k) put(right, k - m, all[k]);
+    l->n = static_cast<std::uint16_t>(m);
+    right->n = static_cast<std::uint16_t>(kLeafKeys + 1 - m);
+    leaf_pad(l);
+    leaf_pad(right);
+    return {right->key[0], right};
+}
+
+// A full interior node takes (sep, right) after child pos and splits evenly.
+Registry::Split Registry::split_inner(Inner* in, std::size_t pos, std::uintptr_t sep, void* right) {
+    std::uintptr_t keys[kInnerKeys + 1];
+    const void* kids[kInnerKeys + 2];
+    for (std::size_t i = 0, k = 0; k <= kInnerKeys; ++k) keys[k] = k == pos ? sep : in->key[i++];
+    for (std::size_t i = 0, k = 0; k <= kInnerKeys + 1; ++k) kids[k] = k == pos + 1 ? right : in->child[i++];
+    Inner* r = new_inner();
+    constexpr std::size_t m = (kInnerKeys + 1) / 2;  // keys left; keys[m] moves up
+    for (std::size_t k = 0; k < m; ++k) in->key[k] = keys[k];
+    for (std::size_t k = 0; k <= m; ++k) in->child[k] = kids[k];
+    for (std::size_t k = m + 1; k <= kInnerKeys; ++k) r->key[k - m - 1] = keys[k];
+    for (std::size_t k = m + 1; k <= kInnerKeys + 1; ++k) r->child[k - m - 1] = kids[k];
+    in->n = static_cast<std::uint16_t>(m);
+    r->n = static_cast<std::uint16_t>(kInnerKeys - m);
+    for (std::size_t k = m + 1; k <= kInnerKeys; ++k) in->child[k] = nullptr;
+    for (std::size_t k = r->n + 1; k <= kInnerKeys; ++k) r->child[k] = nullptr;
+    inner_pad(in);
+    inner_pad(r);
+    return {keys[m], r};
+}
+
+void Registry::erase_rec(void* node, unsigned h, std::uintptr_t key) {
+    if (h == 0) {
+        auto* l = static_cast<Leaf*>(node);
+        std::size_t pos = leaf_rank(l, key) - 1;  // the key is there
+        leaf_shift(l, pos + 1, -1);
+        --l->n;
+        l->key[l->n] = kTop;
+        return;
+    }
+    auto* in = static_cast<Inner*>(node);
+    std::size_t c = inner_rank(in, key);
+    void* child = own(in->child[c], h - 1);
+    in->child[c] = child;
+    erase_rec(child, h - 1, key);
+    // The separator in front of the child was its smallest key: the next one
+    // takes its place (an emptied leaf is merged away below instead).
+    bool empty = h == 1 && static_cast<Leaf*>(child)->n == 0;
+    if (c > 0 && in->key[c - 1] == key && !empty) in->key[c - 1] = min_key(child, h - 1);
+    std::size_t fill = h == 1 ? static_cast<Leaf*>(child)->n : static_cast<Inner*>(child)->n + std::size_t{1};
+    if (fill < (h == 1 ? kLeafMin : kInnerMinChildren)) rebalance(in, c, h - 1);
+}
+
+void Registry::rebalance(Inner* in, std::size_t c, unsigned child_h) {
+    if (in->n == 0) return;             // a lone child: the root collapses onto it
+    std::size_t i = c > 0 ? c - 1 : c;  // merge or share between children i and i + 1
+    if (child_h == 0)
+        rebalance_leaves(in, i);
+    else
+        rebalance_inners(in, i);
+}
+
+void Registry::rebalance_leaves(Inner* in, std::size_t i) {
+    Leaf* a = own_leaf(in->child[i]);
+    in->child[i] = a;
+    const auto* b = static_cast<const Leaf*>(in->child[i + 1]);
+    std::size_t total = a->n + std::size_t{b->n};
+    if (total <= kLeafKeys) {  // merge b into a
+        for (std::size_t k = 0; k < b->n; ++k) put(a, a->n + k, get(b, k));
+        a->n = static_cast<std::uint16_t>(total);
+        drop(b, 0);
+        inner_erase_at(in, i);
+        return;
+    }
+    Leaf* bw = own_leaf(b);
+    in->child[i + 1] = bw;
+    Flat all[2 * kLeafKeys];
+    for (std::size_t k = 0; k < a->n; ++k) all[k] = get(a, k);
+    for (std::size_t k = 0; k < bw->n; ++k) all[a->n + k] = get(bw, k);
+    std::size_t m = total / 2;
+    for (std::size_t k = 0; k < m; ++k) put(a, k, all[k]);
+    for (std::size_t k = m; k < total; ++k) put(bw, k - m, all[k]);
+    a->n = static_cast<std::uint16_t>(m);
+    bw->n = static_cast<std::uint16_t>(total - m);
+    leaf_pad(a);
+    leaf_pad(bw);
+    in->key[i] = bw->key[0];
+}
+
+// Two interior siblings and the separator between them as one sequence,
+// then merged into the left or shared evenly.
+void Registry::rebalance_inners(Inner* in, std::size_t i) {
+    Inner* a = own_inner(in->child[i]);
+    in->child[i] = a;
+    const auto* b = static_cast<const Inner*>(in->child[i + 1]);
+    std::uintptr_t keys[2 * kInnerKeys + 1];
+    const void* kids[2 * kInnerKeys + 2];
+    std::size_t nk = 0, nc = 0;
+    for (std::size_t k = 0; k < a->n; ++k) keys[nk++] = a->key[k];
+    keys[nk++] = in->key[i];
+    for (std::size_t k = 0; k < b->n; ++k) keys[nk++] = b->key[k];
+    for (std::size_t k = 0; k <= a->n; ++k) kids[nc++] = a->child[k];
+    for (std::size_t k = 0; k <= b->n; ++k) kids[nc++] = b->child[k];
+    auto fill = [](Inner* dst, const std::uintptr_t* ks, const void* const* cs, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k) dst->key[k] = ks[k];
+        for (std::size_t k = 0; k <= n; ++k) dst->child[k] = cs[k];
+        for (std::size_t k = n + 1; k <= kInnerKeys; ++k) dst->child[k] = nullptr;
+        dst->n = static_cast<std::uint16_t>(n);
+        inner_pad(dst);
+    };
+    if (nc <= kInnerKeys + 1) {
+        fill(a, keys, kids, nk);
+        drop(b, 1);
+        inner_erase_at(in, i);
+        return;
+    }
+    Inner* bw = own_inner(b);
+    in->child[i + 1] = bw;
+    std::size_t m = nc / 2;  // children left; keys[m - 1] moves up
+    fill(a, keys, kids, m - 1);
+    fill(bw, keys + m, kids + m, nk - m);
+    in->key[i] = keys[m - 1];
+}
+
+// Publishes the tree the update built: its nodes become immutable, the old
+// ones it replaced wait for readers, the ones it built and discarded go back.
+void Registry::commit() {
+    if (work_height_ == 0 && static_cast<Leaf*>(work_root_)->n == 0) {
+        drop(work_root_, 0);
+        work_root_ = const_cast<Leaf*>(&kEmptyLeaf);
+    }
+    for (void* t : fresh_) {
+        void* b = untag(t);
+        if (is_leaf_tag(t))
+            static_cast<Leaf*>(b)->fresh = 0;
+        else
+            static_cast<Inner*>(b)->fresh = 0;
+    }
+    root_.store(reinterpret_cast<std::uintptr_t>(work_root_) | work_height_, std::memory_order_release);
+    std::ptrdiff_t bytes = 0;
+    for (void* t : fresh_) bytes += static_cast<std::ptrdiff_t>(node_bytes(is_leaf_tag(t)));
+    for (void* t : dropped_) bytes -= static_cast<std::ptrdiff_t>(node_bytes(is_leaf_tag(t)));
+    for (void* t : replaced_) {
+        bytes -= static_cast<std::ptrdiff_t>(node_bytes(is_leaf_tag(t)));
+        retire(untag(t), is_leaf_tag(t));
+    }
+    for (void* t : dropped_) pool_put(t);
+    live_bytes_.fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);
+    count_.fetch_add(static_cast<std::size_t>(work_count_), std::memory_order_relaxed);
+    fresh_.clear();
+    replaced_.clear();
+    dropped_.clear();
+}
+
+void Registry::rollback() {
+    for (void* t : fresh_) pool_put(t);
+    fresh_.clear();
+    replaced_.clear();
+    dropped_.clear();
 }
 
 const char* type_name(Type t) {

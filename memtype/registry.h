@@ -1,11 +1,19 @@
 // A registry of non-overlapping address ranges and their memory type.
 //
-// Readers (lookup) are wait-free: they take no lock, allocate nothing and
-// never see a torn entry, because they search an immutable snapshot that a
-// writer publishes with one atomic store.  Writers serialise on a mutex and
-// copy only what changes: the one or two chunks of at most kChunk entries
-// that an update touches, and the array of chunk pointers.  Old snapshots are
-// freed through epoch-based reclamation (epoch.h).
+// The ranges live in a copy-on-write B+tree.  Readers (lookup) are
+// wait-free: they take no lock, allocate nothing and never see a torn entry,
+// because every node they can reach is immutable; a writer publishes a change
+// with one atomic pointer store.  One writer at a time (a mutex) copies only
+// what changes:
+//   - most updates touch one leaf and keep its first key: the new leaf is
+//     swapped into its parent's child slot in place, so readers keep every
+//     other cache line they had;
+//   - the others (splits, merges, edits across leaves) copy the path from the
+//     root down to what changes, at most once per node per update, and
+//     publish a new root.
+// Nodes come from per-registry pools of 256- and 512-byte blocks; replaced
+// nodes go back to them through epoch-based reclamation (epoch.h), batched so
+// that readers pay its interrupt rarely.
 //
 // Addresses are inclusive on the right internally ([base, last]), so a range
 // that ends at the very top of the address space is representable.
@@ -32,10 +40,80 @@ struct Info {
     std::uint64_t generation = 0;  // 0 for gaps; new for every insert
 };
 
+namespace detail {
+constexpr std::uintptr_t kTop = ~std::uintptr_t{0};
+constexpr std::size_t kInnerKeys = 15;  // 16 children
+constexpr std::size_t kLeafKeys = 16;
+
+// Interior node, four cache lines.  key[i] is exactly the smallest base in
+// child[i + 1]'s subtree, so the leaf a lookup reaches holds the entry at or
+// before p, and the separator it passed on the right is the next entry's
+// base.  Unused keys hold ~0.
+struct alignas(256) Inner {
+    std::uintptr_t key[kInnerKeys];
+    std::uint16_t n;      // keys in use; children n + 1
+    std::uint8_t fresh;   // writer only: built by the update in progress
+    std::uint8_t pad[5];  // NOLINT: layout
+    // Loaded with acquire: the writer may swap one slot of a published node.
+    const void* child[kInnerKeys + 1];
+};
+// Leaf, eight cache lines: the keys a lookup compares, then the columns it
+// reads one element of.  tag = generation << 8 | type.
+struct alignas(512) Leaf {
+    std::uintptr_t key[kLeafKeys];  // bases; unused ones hold ~0
+    std::uintptr_t last[kLeafKeys];
+    std::uint64_t tag[kLeafKeys];
+    std::int32_t device[kLeafKeys];
+    std::uint16_t n;
+    std::uint8_t fresh;
+};
+static_assert(sizeof(Inner) == 256 && sizeof(Leaf) == 512);
+// One entry as the writer handles it.
+struct Flat {
+    std::uintptr_t base, last;
+    std::uint64_t tag;
+    std::int32_t device;
+};
+
+// Number of the N sorted keys at a that are <= x: a branchless binary search
+// unrolled at compile time (each step a compare and a cmov).
+template <std::size_t N>
+[[gnu::always_inline]] inline const std::uintptr_t* step(const std::uintptr_t* b, std::uintptr_t x) noexcept {
+    if constexpr (N <= 1) {
+        return b;
+    } else {
+        constexpr std::size_t half = N / 2;
+#if defined(__x86_64__)
+        // GCC turns the unrolled select into a branch, which random
+        // addresses mispredict half the time; force the cmov.
+        const std::uintptr_t* up = b + half;
+        asm("cmpq %[k], %[x]\n\tcmovaeq %[up], %[b]" : [b] "+r"(b) : [k] "r"(*up), [x] "r"(x), [up] "r"(up) : "cc");
+#else
+        b += half & (std::size_t{0} - static_cast<std::size_t>(b[half] <= x));
+#endif
+        return step<N - half>(b, x);
+    }
+}
+template <std::size_t N>
+[[gnu::always_inline]] inline std::size_t count_le(const std::uintptr_t* a, std::uintptr_t x) noexcept {
+    const std::uintptr_t* b = step<N>(a, x);
+    return static_cast<std::size_t>(b - a) + (*b <= x);
+}
+// The same, clamped to the keys in use (unused ones are ~0 and would count
+// for x == ~0).
+template <std::size_t N>
+[[gnu::always_inline]] inline std::size_t rank(const std::uintptr_t* a, std::size_t n, std::uintptr_t x) noexcept {
+    std::size_t c = count_le<N>(a, x);
+    return c < n ? c : n;
+}
+inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+    std::uintptr_t d = hi - lo;
+    return d == kTop ? ~std::size_t{0} : static_cast<std::size_t>(d + 1);
+}
+}  // namespace detail
+
 class Registry {
 public:
-    static constexpr std::size_t kChunk = 7;  // seven keys and the count: one cache line
-
     Registry();
     ~Registry();  // no reader may be running
     Registry(const Registry&) = delete;
@@ -46,7 +124,8 @@ public:
 
     // Registers [base, base+length) with this type; the parts of existing
     // ranges it overlaps are replaced.  length 0 does nothing.  Returns the
-    // new range's generation (0 when nothing was inserted).
+    // new range's generation (0 when nothing was inserted).  Throws
+    // std::bad_alloc with the registry unchanged.
     std::uint64_t insert(std::uintptr_t base, std::size_t length, Type type, int device);
     // Forgets [base, base+length); a range partly inside is cut (split if the
     // hole is in its middle).  length 0 does nothing.
@@ -67,113 +146,116 @@ public:
     void fork_release() { write_mu_.unlock(); }
 
     std::size_t size() const noexcept;          // number of ranges
-    std::size_t memory_bytes() const noexcept;  // bytes held by the current snapshot
+    std::size_t memory_bytes() const noexcept;  // bytes of the nodes readers can reach
+    std::size_t held_bytes() const noexcept;    // everything the pools hold (live, retired, free)
     std::vector<Info> entries() const;          // a copy, in address order
 
-    // Immutable once published.  A lookup reads the line of keys, counts the
-    // keys <= p with no dependency between them, then reads one entry.
-    struct Entry {
-        std::uintptr_t last;
-        std::uint64_t generation;
-        std::int32_t device;
-        Type type;
-    };
-    struct alignas(64) Chunk {
-        std::uintptr_t base[kChunk];  // unused slots hold ~0
-        std::uint64_t n = 0;
-        Entry e[kChunk];
-    };
-    // One 64-byte-aligned allocation: this header, chunks[nchunks], then
-    // first[nchunks] (each chunk's first base, what a lookup binary-searches).
-    struct Snapshot {
-        std::size_t nchunks;
-        std::size_t nentries;
-        const Chunk* const* chunks() const { return reinterpret_cast<const Chunk* const*>(this + 1); }
-        const Chunk** chunks() { return reinterpret_cast<const Chunk**>(this + 1); }
-        const std::uintptr_t* first() const {
-            auto p = reinterpret_cast<std::uintptr_t>(chunks() + nchunks);
-            return reinterpret_cast<const std::uintptr_t*>((p + 63) & ~std::uintptr_t{63});
-        }
-        std::uintptr_t* first() { return const_cast<std::uintptr_t*>(static_cast<const Snapshot*>(this)->first()); }
-    };
-
 private:
-    struct Flat;
+    using Flat = detail::Flat;
+    struct Split {
+        std::uintptr_t sep;
+        void* right;  // nullptr: no split
+    };
+    struct Batch {
+        std::uint64_t epoch;
+        std::vector<void*> nodes;
+    };
+    static constexpr std::uintptr_t kHeightMask = 255;  // root_ = node | height (nodes are 256-aligned)
 
-    void publish(Snapshot* next, std::vector<const void*> garbage, std::size_t garbage_bytes);
-    void retire(std::vector<const void*> blocks, std::size_t bytes);
+    // Update, writer side (registry.cc).
+    void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    bool edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    void edit_tree(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    void collect(const void* node, unsigned h, std::uintptr_t base, std::uintptr_t last);
+    void tx_insert(const Flat& e);
+    void tx_erase(std::uintptr_t key);
+    Split insert_rec(void* node, unsigned h, const Flat& e, bool leftmost, bool rightmost);
+    bool spill_right(detail::Inner* in, std::size_t c, const Flat& e);
+    Split split_leaf(detail::Leaf* l, std::size_t pos, const Flat& e, bool leftmost, bool rightmost);
+    Split split_inner(detail::Inner* in, std::size_t pos, std::uintptr_t sep, void* right);
+    void erase_rec(void* node, unsigned h, std::uintptr_t key);
+    void rebalance(detail::Inner* in, std::size_t c, unsigned child_h);
+    void rebalance_leaves(detail::Inner* in, std::size_t i);
+    void rebalance_inners(detail::Inner* in, std::size_t i);
+    void commit();
+    void rollback();
+    // Node ownership within one update.
+    detail::Leaf* own_leaf(const void* node);
+    detail::Inner* own_inner(const void* node);
+    void* own(const void* node, unsigned h) {
+        return h ? static_cast<void*>(own_inner(node)) : static_cast<void*>(own_leaf(node));
+    }
+    void drop(const void* node, unsigned h);
+    detail::Leaf* new_leaf();
+    detail::Inner* new_inner();
+    // Pools and reclamation.
+    void* pool_get(bool leaf);
+    void pool_put(void* tagged);
+    void retire(const void* node, bool leaf);
     void reclaim(bool force);
-    void edit(std::uintptr_t base, std::uintptr_t last, const Flat* insert);
+    void retire_tree(const void* node, unsigned h);
 
     EpochDomain* dom_;  // the process-wide reader slots
-    std::atomic<const Snapshot*> current_;
+    std::atomic<std::uintptr_t> root_;
+    std::atomic<std::size_t> count_{0};
+    std::atomic<std::size_t> live_bytes_{0};
+    std::atomic<std::size_t> held_bytes_{0};
     std::mutex write_mu_;
     std::uint64_t next_generation_ = 1;
-    struct Retired {
-        std::uint64_t epoch;
-        std::vector<const void*> blocks;
-        std::size_t bytes;
-    };
-    std::vector<Retired> retired_;
-    std::size_t retired_bytes_ = 0;
+    // The update in progress: the tree it builds, what it allocated, what it
+    // unlinks from the published tree, and what it built then discarded.
+    void* work_root_ = nullptr;
+    unsigned work_height_ = 0;
+    std::ptrdiff_t work_count_ = 0;
+    std::vector<void*> fresh_, replaced_, dropped_;
+    std::vector<Flat> overlap_;
+    // Pools: free blocks linked through their first word; slabs freed with
+    // the registry.
+    void* free_[2] = {nullptr, nullptr};  // [0] inner, [1] leaf
+    std::vector<void*> slabs_;
+    // Unlinked nodes waiting for readers (tagged: low bit set for leaves).
+    std::vector<void*> pending_;
+    std::size_t pending_bytes_ = 0;
+    std::vector<Batch> batches_;
 };
 
 const char* type_name(Type t);
 
-namespace detail {
-// Number of elements of sorted a[0..n) that are <= x, without data-dependent
-// branches (the select becomes a cmov).
-inline std::size_t count_le(const std::uintptr_t* a, std::size_t n, std::uintptr_t x) noexcept {
-    if (n == 0) return 0;
-    const std::uintptr_t* b = a;
-    while (n > 1) {
-        std::size_t half = n / 2;
-        b = (b[half] <= x) ? b + half : b;
-        n -= half;
-    }
-    return static_cast<std::size_t>(b - a) + (*b <= x);
-}
-// The same for one chunk: its unused keys are ~0, so a fixed-width count
-// with no dependency between elements replaces the search; the result is
-// clamped for p == ~0.
-template <std::size_t W>
-inline std::size_t count_le_fixed(const std::uintptr_t* a, std::size_t n, std::uintptr_t x) noexcept {
-    std::size_t c = 0;
-    for (std::size_t k = 0; k < W; ++k) c += a[k] <= x;
-    return c < n ? c : n;
-}
-inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
-    std::uintptr_t d = hi - lo;
-    return d == ~std::uintptr_t{0} ? ~std::size_t{0} : static_cast<std::size_t>(d + 1);
-}
-}  // namespace detail
-
 [[gnu::always_inline]] inline Info Registry::lookup(std::uintptr_t p) const noexcept { return lookup(p, 1, nullptr); }
 
 [[gnu::always_inline]] inline Info Registry::lookup(std::uintptr_t p, std::size_t length, bool* spans) const noexcept {
-    constexpr std::uintptr_t kTop = ~std::uintptr_t{0};
+    using detail::kTop;
     EpochDomain::Guard guard(*dom_);
-    const Snapshot* s = current_.load(std::memory_order_acquire);
-    const std::size_t nc = s->nchunks;
-    const std::uintptr_t* first = s->first();
+    std::uintptr_t r = root_.load(std::memory_order_acquire);
+    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    std::uintptr_t hi = kTop;  // the last address before the next entry on the right
+    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
+        const auto* in = static_cast<const detail::Inner*>(node);
+        std::size_t n = in->n;
+        std::size_t c = detail::rank<detail::kInnerKeys>(in->key, n, p);
+        // Loaded whatever c is, so that the select stays a cmov.
+        std::uintptr_t next = in->key[c < detail::kInnerKeys ? c : detail::kInnerKeys - 1];
+        hi = c < n ? next - 1 : hi;
+        node = __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE);
+    }
+    const auto* lf = static_cast<const detail::Leaf*>(node);
+    std::size_t n = lf->n;
+    std::size_t c = detail::rank<detail::kLeafKeys>(lf->key, n, p);
     Info info;
-    std::uintptr_t hi;
-    if (nc == 0 || p < first[0]) {
-        hi = nc ? first[0] - 1 : kTop;
+    if (c == 0) {  // only in the leftmost leaf: the gap from 0
+        hi = n ? lf->key[0] - 1 : hi;
         info = {Type::unregistered, -1, 0, detail::span_length(0, hi), 0};
     } else {
-        std::size_t c = detail::count_le(first, nc, p) - 1;  // the count is >= 1: first[0] <= p
-        // Acquire: a writer may swap this one pointer in place (see edit()).
-        const Chunk* ch = __atomic_load_n(&s->chunks()[c], __ATOMIC_ACQUIRE);
-        std::size_t i = detail::count_le_fixed<kChunk>(ch->base, ch->n, p);  // >= 1: ch->base[0] <= p
-        std::size_t j = i ? i - 1 : 0;
-        const Entry& e = ch->e[j];
-        if (p <= e.last) {
-            hi = e.last;
-            info = {e.type, e.device, ch->base[j], detail::span_length(ch->base[j], hi), e.generation};
+        std::size_t j = c - 1;
+        std::uintptr_t last = lf->last[j];
+        if (p <= last) {
+            hi = last;
+            std::uint64_t tag = lf->tag[j];
+            info = {static_cast<Type>(tag & 0xff), lf->device[j], lf->key[j], detail::span_length(lf->key[j], last),
+                    tag >> 8};
         } else {
-            hi = i < ch->n ? ch->base[i] - 1 : (c + 1 < nc ? first[c + 1] - 1 : kTop);
-            info = {Type::unregistered, -1, e.last + 1, detail::span_length(e.last + 1, hi), 0};
+            hi = c < n ? lf->key[c] - 1 : hi;
+            info = {Type::unregistered, -1, last + 1, detail::span_length(last + 1, hi), 0};
         }
     }
     if (spans) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -207,6 +208,116 @@ TEST(Memtype, million_random_operations_match_a_simple_model) {
             }
         }
     }
+}
+
+// A second reference, a std::map of whole entries, for trees many levels
+// deep: wide address space, lengths from one byte to a quarter of it (so
+// that one update cuts or replaces hundreds of entries across leaves), and
+// phases that grow the tree, churn it, and shrink it to nothing.
+namespace {
+struct MapModel {
+    struct E {
+        std::uintptr_t last;
+        Type type;
+        int device;
+        std::uint64_t gen;
+    };
+    std::map<std::uintptr_t, E> m;
+    void cut(std::uintptr_t b, std::uintptr_t l) {
+        auto it = m.upper_bound(b);
+        if (it != m.begin()) --it;
+        while (it != m.end() && it->first <= l) {
+            if (it->second.last < b) {
+                ++it;
+                continue;
+            }
+            std::uintptr_t eb = it->first;
+            E e = it->second;
+            it = m.erase(it);
+            if (eb < b) m[eb] = {b - 1, e.type, e.device, e.gen};
+            if (e.last > l) it = m.emplace(l + 1, E{e.last, e.type, e.device, e.gen}).first;
+        }
+    }
+    Info at(std::uintptr_t p) const {
+        auto it = m.upper_bound(p);
+        std::uintptr_t lo = 0, hi = kTop;
+        if (it != m.end()) hi = it->first - 1;
+        if (it != m.begin()) {
+            --it;
+            if (p <= it->second.last)
+                return {it->second.type, it->second.device, it->first, it->second.last - it->first + 1, it->second.gen};
+            lo = it->second.last + 1;
+        }
+        return {Type::unregistered, -1, lo, hi - lo == kTop ? kTop : hi - lo + 1, 0};
+    }
+};
+}  // namespace
+
+TEST(Memtype, deep_trees_match_a_map_of_entries) {
+    for (std::uint32_t seed : {11u, 12u}) {
+        Registry r;
+        MapModel m;
+        std::size_t peak = 0;
+        std::mt19937_64 rng(seed);
+        constexpr std::uintptr_t kSpace = std::uintptr_t{1} << 36;
+        auto length = [&] {
+            unsigned k = rng() % 1000;
+            std::uintptr_t max = k < 2 ? kSpace / 4 : k < 50 ? (1u << 24) : (1u << 14);
+            return 1 + rng() % max;
+        };
+        auto check_at = [&](std::uintptr_t p, std::uint64_t op) {
+            Info got = r.lookup(p), want = m.at(p);
+            ASSERT_EQ(got.type, want.type) << "seed " << seed << " op " << op << " at " << p;
+            ASSERT_EQ(got.base, want.base) << "seed " << seed << " op " << op << " at " << p;
+            ASSERT_EQ(got.length, want.length) << "seed " << seed << " op " << op << " at " << p;
+            ASSERT_EQ(got.generation, want.generation) << "seed " << seed << " op " << op;
+            ASSERT_EQ(got.device, want.device) << "seed " << seed << " op " << op;
+        };
+        for (std::uint64_t op = 0; op < 150000; ++op) {
+            // Grow, churn, then shrink to nothing.
+            unsigned insert_pct = op < 60000 ? 90 : op < 100000 ? 50 : 5;
+            std::uintptr_t b = rng() % kSpace;
+            std::uintptr_t n = length();
+            if (rng() % 100 < insert_pct) {
+                Type t = static_cast<Type>(1 + rng() % 4);
+                int dev = static_cast<int>(rng() % 8);
+                m.cut(b, b + n - 1);
+                m.m[b] = {b + n - 1, t, dev, r.insert(b, n, t, dev)};
+            } else {
+                r.remove(b, n);
+                m.cut(b, b + n - 1);
+            }
+            check_at(b, op);
+            check_at(b + n - 1, op);
+            check_at(b + n, op);
+            check_at(rng() % kSpace, op);
+            ASSERT_EQ(r.size(), m.m.size()) << "seed " << seed << " op " << op;
+            peak = std::max(peak, m.m.size());
+            if (op % 10000 == 0) {
+                auto all = r.entries();
+                ASSERT_EQ(all.size(), m.m.size());
+                auto it = m.m.begin();
+                for (const Info& i : all) {
+                    ASSERT_EQ(i.base, it->first);
+                    ASSERT_EQ(i.length, it->second.last - it->first + 1);
+                    ++it;
+                }
+            }
+        }
+        EXPECT_GT(peak, 10000u);  // three interior levels over the leaves
+        std::printf("[ SIZE     ] seed %u: up to %zu ranges\n", seed, peak);
+        r.remove(0, 2 * kSpace);  // ranges may run past kSpace
+        EXPECT_EQ(r.size(), 0u);
+        EXPECT_EQ(r.memory_bytes(), 0u);
+    }
+}
+
+// Built in address order, as allocators hand out memory, the tree packs its
+// leaves: the per-range cost the benchmark prints.
+TEST(Memtype, ascending_build_stays_under_40_bytes_per_range) {
+    Registry r;
+    for (std::uintptr_t k = 0; k < 100000; ++k) r.insert(0x100000 + 0x3000 * k, 0x2000, Type::cuda, 0);
+    EXPECT_LE(double(r.memory_bytes()) / double(r.size()), 40.0);
 }
 
 TEST(Memtype, readers_only_see_consistent_published_entries) {
