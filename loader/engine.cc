@@ -57,6 +57,22 @@ std::string LoadError::text() const {
     return s;
 }
 
+// ld.so has its own __strerror_r (elf/dl-minimal.c): six messages, and
+// "Error N" for every other code.  Startup's fatal message goes through it.
+std::string LoadError::rtld_text() const {
+    std::string s = objname.empty() ? errstring : objname + ": " + errstring;
+    if (errcode == 0) return s;
+    switch (errcode) {
+        case ENOMEM:
+        case EINVAL:
+        case ENOENT:
+        case EPERM:
+        case EIO:
+        case EACCES: return s + ": " + std::strerror(errcode);
+        default: return s + ": Error " + std::to_string(errcode);
+    }
+}
+
 DstValues Engine::dst_values(const Object& o) const { return {o.origin, cfg_.platform, cfg_.dst_lib}; }
 
 std::string Engine::expand(const Object& owner, std::string_view s, DstDrop* why) const {
@@ -140,6 +156,9 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
         errno_ = r.error;
         return out;
     }
+    // open_verify clears errno once the file is open: a lookup that tries
+    // nothing after an accepted file fails with no strerror text.
+    errno_ = 0;
     auto v = verify_candidate(*r.image);
     switch (v.verdict) {
         case Verdict::accept: break;
@@ -513,10 +532,19 @@ MapOutcome Engine::admit(int loader, const Request& req, unsigned ns, OpenOutcom
     return {add_object(std::move(o)), true};
 }
 
-// glibc's _dl_map_object_deps: breadth-first over DT_NEEDED; each new object
-// is appended once.  Returns the first error, or "".
-std::optional<LoadError> Engine::load_deps(std::vector<int> queue) {
-    errno_ = 0;  // the walk starts with errno cleared
+// glibc's _dl_map_object_deps: the walk starts with errno cleared, and puts
+// the caller's value back if nothing set it.
+std::optional<LoadError> Engine::load_deps(std::vector<int> roots) {
+    int saved = errno_;
+    errno_ = 0;
+    auto err = walk_deps(std::move(roots));
+    if (errno_ == 0 && saved != 0) errno_ = saved;
+    return err;
+}
+
+// Breadth-first over DT_NEEDED; each new object is appended once.  Returns
+// the first error.
+std::optional<LoadError> Engine::walk_deps(std::vector<int> queue) {
     std::vector<bool> listed(objects_.size() + 1024, false);
     auto mark = [&](int i) {
         if (static_cast<std::size_t>(i) >= listed.size()) listed.resize(static_cast<std::size_t>(i) * 2 + 1, false);
@@ -582,7 +610,7 @@ StartResult Engine::start(const std::string& program) {
     roots.insert(roots.end(), preloads_.begin(), preloads_.end());
     if (auto err = load_deps(std::move(roots))) {
         res.ok = false;
-        res.error = opts_.argv0 + ": error while loading shared libraries: " + err->text();
+        res.error = opts_.argv0 + ": error while loading shared libraries: " + err->rtld_text();
     }
     return res;
 }
@@ -645,7 +673,12 @@ std::vector<int> Engine::load_preloads(std::vector<std::string>& warnings) {
     };
     for (auto p : split_path(opts_.preload, " :")) preload_one(std::string(p), "LD_PRELOAD");
     if (opts_.preload_file) {
-        if (auto pf = fs_.open(*opts_.preload_file); pf.image) {
+        auto pf = fs_.open(*opts_.preload_file);
+        // rtld asks access(R_OK) first: a missing file leaves ENOENT in ld.so's
+        // errno, which the dependency walk puts back when it ends with 0 and
+        // which a later dlopen that tries no file at all then reports.
+        if (!pf.image) errno_ = pf.error;
+        if (pf.image) {
             auto b = pf.image->bytes();
             std::string text(reinterpret_cast<const char*>(b.data()), b.size());
             // '#' starts a comment up to the end of the line.

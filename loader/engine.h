@@ -76,6 +76,8 @@ struct LoadError {
     std::string errstring;
     int errcode = 0;
     std::string text() const;
+    // The same with ld.so's own short strerror, as a failed startup prints it.
+    std::string rtld_text() const;
 };
 
 struct MapOutcome {
@@ -195,6 +197,7 @@ private:
     int add_object(Object o);
     std::optional<std::string> origin_of_path(const std::string& path);
     std::optional<LoadError> load_deps(std::vector<int> roots);
+    std::optional<LoadError> walk_deps(std::vector<int> queue);
     void add_initial_objects(const std::string& program, const ObjectFacts& facts);
     std::vector<int> load_preloads(std::vector<std::string>& warnings);
     unsigned new_namespace() const;
