@@ -645,3 +645,43 @@ TEST(Differential, empty_and_relative_rpath_elements_from_the_linker) {
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], "rel/libRel.so");
 }
+
+// Found by the generator (tests/differential/generator.cc).  ld.so formats a
+// failed startup with its own __strerror_r (elf/dl-minimal.c), which knows
+// six codes and prints "Error N" for the rest: here ENOTDIR, left by the
+// RUNPATH element that is a file, with NODEFLIB keeping the system
+// directories from setting ENOENT again.
+TEST(Differential, startup_error_uses_ld_so_own_strerror) {
+    Tree t;
+    t.write("afile", "not a directory");
+    t.exe("main", {.runpath = t.abs("afile"), .driver = false, .flags = {"-Wl,-z,nodefaultlib"}});
+    Capture r = compare(t, "./main");
+    EXPECT_TRUE(any_line(r.errors, "libc.so.6: cannot open shared object file: Error 20"));
+}
+
+// Found by the generator.  open_verify sets errno to 0 once a candidate is
+// open, so a later lookup that tries no file at all (no list, a cache miss,
+// NODEFLIB) fails with errno 0: no strerror text after the message.
+TEST(Differential, errno_cleared_when_a_file_is_accepted) {
+    Tree t;
+    t.lib("gone/libgone.so", so("libgone.so"));
+    t.lib("d0/libB.so", {.soname = "libB.so", .needs = {"gone/libgone.so"}, .flags = {"-Wl,-z,nodefaultlib"}});
+    t.lib("d0/libA.so", {.soname = "libA.so", .needs = {"d0/libB.so"}, .runpath = "$ORIGIN"});
+    ASSERT_EQ(sh("rm " + quote(t.abs("gone/libgone.so"))), 0);
+    t.exe("main", {.needs = {"d0/libA.so"}, .runpath = t.abs("d0"), .driver = false});
+    Capture r = compare(t, "./main");
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_TRUE(r.errors[0].ends_with("libgone.so: cannot open shared object file")) << r.errors[0];
+}
+
+// Found by the generator.  ld.so's errno outlives startup: rtld's
+// access("/etc/ld.so.preload") fails with ENOENT before the dependency walk,
+// which puts that value back when it ends with errno 0.  A later dlopen that
+// tries no file (a NODEFLIB caller without lists, a cache miss) reports it.
+TEST(Differential, startup_errno_reaches_a_dlopen_that_tries_nothing) {
+    Tree t;
+    t.lib("h/libhelper.so", {.soname = "libhelper.so", .helper = true, .flags = {"-Wl,-z,nodefaultlib"}});
+    t.exe("dlo", {.needs = {"h/libhelper.so"}, .runpath = t.abs("h")});
+    Capture r = compare(t, "./dlo", {.ops = {"l:libnothere.so"}});
+    EXPECT_TRUE(any_line(r.errors, "libnothere.so: cannot open shared object file: No such file or directory"));
+}

@@ -1,0 +1,333 @@
+#include "generator.h"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+namespace ldshim::difftest::gen {
+namespace {
+
+// Plain modulo over mt19937_64: the same tree for a seed with any standard
+// library (the distributions are implementation-defined).
+struct Rng {
+    std::mt19937_64 g;
+    explicit Rng(std::uint64_t seed) : g(seed) {}
+    std::size_t below(std::size_t n) { return static_cast<std::size_t>(g() % n); }
+    bool chance(unsigned percent) { return below(100) < percent; }
+    template <typename T>
+    const T& pick(const std::vector<T>& v) {
+        return v[below(v.size())];
+    }
+};
+
+// One logical library: the name others ask for, its file name, its SONAME.
+struct Logical {
+    std::string request, file, soname;
+};
+
+// What generation draws from: the directories, the logical libraries, the
+// files placed so far.
+struct Shape {
+    std::vector<std::string> dirs;
+    std::vector<Logical> logicals;
+    std::vector<std::string> lib_files;
+};
+
+std::string dirname_of(const std::string& rel) {
+    auto slash = rel.rfind('/');
+    return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
+// "$ORIGIN/../../dK" from an object in `owner_dir` (tree-relative) to `target`.
+std::string origin_to(Rng& r, const std::string& owner_dir, const std::string& target) {
+    std::string s = r.chance(50) ? "$ORIGIN/" : "${ORIGIN}/";
+    if (!owner_dir.empty())
+        for (std::size_t i = 0, n = std::count(owner_dir.begin(), owner_dir.end(), '/') + 1; i < n; ++i) s += "../";
+    return s + target;
+}
+
+// One element of an RPATH, RUNPATH or LD_LIBRARY_PATH list.
+std::string element(Rng& r, const Shape& s, const std::string& owner_dir) {
+    const std::string& d = r.pick(s.dirs);
+    std::size_t roll = r.below(100);
+    if (roll < 30) return "@/" + d;
+    if (roll < 36) return "@/" + d + "/";
+    if (roll < 50) return origin_to(r, owner_dir, d);
+    if (roll < 58) return "@/m" + std::to_string(r.below(3));
+    if (roll < 62) return "/nonexistent-ldshim-gen/x";
+    if (roll < 68) return "";
+    if (roll < 72) return d;  // relative to the working directory
+    if (roll < 75) return r.chance(50) ? "$ORIGIN" : "${ORIGIN}";
+    if (roll < 78) return r.chance(50) ? "/usr/lib/x86_64-linux-gnu" : "/lib";
+    if (roll < 81) return "@/afile";  // a regular file, absolute: pruned
+    if (roll < 83) return "afile";    // relative: ENOTDIR abandons the list
+    if (roll < 86) return "@/" + d + "/$LIB";
+    if (roll < 90) return "@/" + d + "/tls";
+    return origin_to(r, owner_dir, d) + "/";
+}
+
+PathList path_list(Rng& r, const Shape& s, const std::string& owner_dir) {
+    std::vector<std::string> v;
+    for (std::size_t i = 0, n = 1 + r.below(4); i < n; ++i) v.push_back(element(r, s, owner_dir));
+    if (r.chance(10)) v.push_back(r.pick(v));  // a duplicate within the list
+    return v;
+}
+
+// A name to ask for: mostly a logical library, sometimes one nobody has.
+std::string wanted(Rng& r, const Shape& s, unsigned missing_percent) {
+    if (r.chance(missing_percent)) return "libqgmiss" + std::to_string(r.below(3)) + ".so";
+    const Logical& l = r.pick(s.logicals);
+    return r.chance(8) ? l.file : l.request;
+}
+
+void add_paths(Rng& r, const Shape& s, const std::string& owner_dir, PathList& rpath, PathList& runpath,
+               unsigned rpath_percent, unsigned runpath_percent) {
+    std::size_t roll = r.below(100);
+    if (roll < rpath_percent)
+        rpath = path_list(r, s, owner_dir);
+    else if (roll < rpath_percent + runpath_percent)
+        runpath = path_list(r, s, owner_dir);
+}
+
+Shape make_shape(Rng& r) {
+    Shape s;
+    for (std::size_t i = 0, n = 2 + r.below(3); i < n; ++i) s.dirs.push_back("d" + std::to_string(i));
+    if (r.chance(20)) s.dirs.push_back("d0/sub");
+    for (std::size_t i = 0, n = 2 + r.below(5); i < n; ++i) {
+        std::string base = "libqg" + std::to_string(i) + ".so";
+        std::size_t roll = r.below(100);
+        if (roll < 75)
+            s.logicals.push_back({base, base, base});
+        else if (roll < 90)
+            s.logicals.push_back({base + ".1", base, base + ".1"});
+        else
+            s.logicals.push_back({base, base, ""});
+    }
+    return s;
+}
+
+// Where a copy of a library goes: a directory, sometimes one of the
+// subdirectories the loader tries inside each directory.
+std::string placement(Rng& r, const Shape& s, const Logical& l) {
+    static const std::vector<std::string> subs = {"glibc-hwcaps/x86-64-v2/",
+                                                  "glibc-hwcaps/x86-64-v3/",
+                                                  "glibc-hwcaps/x86-64-v4/",
+                                                  "tls/",
+                                                  "x86_64/",
+                                                  "tls/x86_64/"};
+    std::string sub = r.chance(60) ? "" : r.pick(subs);
+    return r.pick(s.dirs) + "/" + sub + l.file;
+}
+
+void make_libs(Rng& r, Shape& s, GenTree& t) {
+    for (const Logical& l : s.logicals) {
+        std::size_t roll = r.below(100), copies = roll < 55 ? 1 : roll < 85 ? 2 : 3;
+        for (std::size_t c = 0; c < copies; ++c) {
+            // Most first copies sit in d0, the directory most lists name
+            // (make_reachable), so that most trees get past startup.
+            std::string file = c == 0 && r.chance(70) ? "d0/" + l.file : placement(r, s, l);
+            if (std::find(s.lib_files.begin(), s.lib_files.end(), file) != s.lib_files.end()) continue;
+            GenLibrary lib{file, l.soname, {}, std::nullopt, std::nullopt};
+            // Another path to the same file: the loader's file-identity rule.
+            if (c > 0 && r.chance(12)) lib.symlink_to = t.libs.back().file;
+            for (std::size_t i = 0, n = r.below(3); i < n; ++i) lib.needed.push_back(wanted(r, s, 3));
+            add_paths(r, s, dirname_of(file), lib.rpath, lib.runpath, 35, 25);
+            lib.nodeflib = r.chance(4);
+            s.lib_files.push_back(file);
+            t.libs.push_back(std::move(lib));
+        }
+    }
+}
+
+void make_env(Rng& r, const Shape& s, GenTree& t) {
+    std::string exe_dir = dirname_of(t.exe);
+    if (r.chance(40)) {
+        t.ld_library_path = path_list(r, s, exe_dir);
+        t.llp_sep = r.chance(15) ? ';' : ':';
+    }
+    if (r.chance(30)) {
+        t.preload_sep = r.chance(50) ? ' ' : ':';
+        for (std::size_t i = 0, n = 1 + r.below(2); i < n; ++i) {
+            std::size_t roll = r.below(100);
+            if (roll < 50)
+                t.preload.push_back(r.pick(s.logicals).request);
+            else if (roll < 70)
+                t.preload.push_back("libqgnope.so");
+            else if (roll < 82)
+                t.preload.push_back("@/" + r.pick(s.lib_files));
+            else if (roll < 87)
+                t.preload.push_back("@/m0/libqgnope.so");
+            else if (roll < 92)
+                t.preload.push_back("@/" + t.exe);  // a PIE: found, then refused
+            else if (roll < 96)
+                t.preload.push_back("@/afile");  // not ELF
+            else
+                t.preload.push_back("@/d0");  // a directory
+        }
+    }
+}
+
+// Usually name d0 in a list that covers the dependencies: the program's
+// RPATH or LD_LIBRARY_PATH (a RUNPATH serves only the program's own needs).
+void make_reachable(Rng& r, GenTree& t) {
+    if (!r.chance(75)) return;
+    std::string home = r.chance(70) ? "@/d0" : origin_to(r, dirname_of(t.exe), "d0");
+    std::vector<PathList*> lists;
+    for (PathList* pl : {&t.exe_rpath, &t.ld_library_path, &t.exe_runpath})
+        if (*pl) lists.push_back(pl);
+    PathList& pl = lists.empty() ? (r.chance(70) ? t.exe_rpath : t.ld_library_path) : *lists[r.below(lists.size())];
+    if (!pl) pl.emplace();
+    pl->insert(pl->begin() + static_cast<std::ptrdiff_t>(r.below(pl->size() + 1)), home);
+}
+
+// The files of every copy of the library a request name stands for.
+std::vector<std::string> copies_of(const Shape& s, const GenTree& t, const std::string& name) {
+    std::vector<std::string> files;
+    for (const auto& l : t.libs) {
+        auto slash = l.file.rfind('/');
+        std::string base = l.file.substr(slash + 1);
+        if (l.soname == name || base == name || "@/" + l.file == name) files.push_back(l.file);
+    }
+    (void)s;
+    return files;
+}
+
+// Callers are mostly objects that are probably loaded by then: the
+// program's dependencies, preloads, earlier dlopen targets.
+void make_ops(Rng& r, const Shape& s, GenTree& t) {
+    std::vector<std::string> likely;
+    auto note = [&](const std::string& name) {
+        for (auto& f : copies_of(s, t, name)) likely.push_back(f);
+    };
+    for (const auto& n : t.exe_needed) note(n);
+    for (const auto& n : t.preload) note(n);
+    for (std::size_t i = 0, n = 2 + r.below(6); i < n; ++i) {
+        GenOp op;
+        op.kind = r.chance(20) ? 'n' : 'o';
+        std::size_t who = r.below(100);
+        if (who >= 35) op.caller = who < 85 && !likely.empty() ? r.pick(likely) : r.pick(s.lib_files);
+        std::size_t roll = r.below(100);
+        if (roll < 15 && !t.ops.empty())
+            op.name = r.pick(t.ops).name;  // a second dlopen of the same name
+        else if (roll < 25)
+            op.name = "@/" + r.pick(s.lib_files);
+        else if (roll < 30)  // $ORIGIN is the caller's
+            op.name = origin_to(r, dirname_of(op.caller.empty() ? t.exe : op.caller), r.pick(s.lib_files));
+        else
+            op.name = wanted(r, s, 18);
+        note(op.name);
+        t.ops.push_back(std::move(op));
+    }
+}
+
+std::string join(const std::vector<std::string>& v, char sep) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s.append(i ? std::string(1, sep) : "").append(v[i]);
+    return s;
+}
+
+}  // namespace
+
+GenTree generate(std::uint64_t seed, bool with_cache) {
+    Rng r(seed);
+    GenTree t;
+    t.seed = seed;
+    Shape s = make_shape(r);
+    t.dirs = s.dirs;
+    t.files = {"afile"};
+    if (r.chance(40)) t.exe = "bin/prog";
+    make_libs(r, s, t);
+    for (std::size_t i = 0, n = r.below(4); i < n; ++i) {
+        std::string w = wanted(r, s, 3);
+        if (std::find(t.exe_needed.begin(), t.exe_needed.end(), w) == t.exe_needed.end()) t.exe_needed.push_back(w);
+    }
+    add_paths(r, s, dirname_of(t.exe), t.exe_rpath, t.exe_runpath, 45, 30);
+    t.exe_nodeflib = r.chance(4);
+    make_env(r, s, t);
+    make_reachable(r, t);
+    if (with_cache && r.chance(15)) {
+        for (const auto& d : s.dirs)
+            if (r.chance(50)) t.cache_dirs.push_back(d);
+        if (t.cache_dirs.empty()) t.cache_dirs.push_back(s.dirs[0]);
+    }
+    make_ops(r, s, t);
+    return t;
+}
+
+std::string describe(const GenTree& t) {
+    std::ostringstream o;
+    auto paths = [&](const PathList& rp, const PathList& rn) {
+        if (rp) o << " RPATH='" << join(*rp, ':') << "'";
+        if (rn) o << " RUNPATH='" << join(*rn, ':') << "'";
+    };
+    o << "seed " << t.seed << " (@ = the tree's root; the program runs in @)\n";
+    o << "  exe " << t.exe << " needs [" << join(t.exe_needed, ' ') << "]";
+    paths(t.exe_rpath, t.exe_runpath);
+    if (t.exe_nodeflib) o << " NODEFLIB";
+    o << "\n";
+    for (const auto& l : t.libs) {
+        o << "  lib " << l.file;
+        if (!l.symlink_to.empty()) o << " -> symbolic link to " << l.symlink_to << " (its other fields unused)";
+        o << " soname=" << (l.soname.empty() ? "(none)" : l.soname) << " needs [" << join(l.needed, ' ') << "]";
+        paths(l.rpath, l.runpath);
+        if (l.nodeflib) o << " NODEFLIB";
+        o << "\n";
+    }
+    if (t.ld_library_path) o << "  LD_LIBRARY_PATH='" << join(*t.ld_library_path, t.llp_sep) << "'\n";
+    if (!t.preload.empty()) o << "  LD_PRELOAD='" << join(t.preload, t.preload_sep) << "'\n";
+    if (!t.cache_dirs.empty()) o << "  private ld.so.cache over: " << join(t.cache_dirs, ' ') << "\n";
+    o << "  ops:";
+    for (const auto& op : t.ops)
+        o << " " << (op.kind == 'n' ? "dlopen-noload(" : "dlopen(") << op.name << ") from "
+          << (op.caller.empty() ? t.exe : op.caller) << ";";
+    o << "\n";
+    return o.str();
+}
+
+std::vector<GenTree> reductions(const GenTree& t) {
+    std::vector<GenTree> out;
+    auto with = [&](auto&& edit) {
+        GenTree c = t;
+        edit(c);
+        out.push_back(std::move(c));
+    };
+    GenTree probe = t;  // the getters hand out mutable lists; read them from a copy
+    auto each_list = [&](auto&& get, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) {
+            const PathList& pl = get(probe, i);
+            if (!pl) continue;
+            with([&](GenTree& c) { get(c, i).reset(); });
+            for (std::size_t e = 0; e < pl->size(); ++e)
+                with([&](GenTree& c) { get(c, i)->erase(get(c, i)->begin() + static_cast<std::ptrdiff_t>(e)); });
+        }
+    };
+    for (std::size_t i = 0; i < t.libs.size(); ++i) with([&](GenTree& c) { c.libs.erase(c.libs.begin() + i); });
+    for (std::size_t i = 0; i < t.ops.size(); ++i) with([&](GenTree& c) { c.ops.erase(c.ops.begin() + i); });
+    if (!t.cache_dirs.empty()) with([](GenTree& c) { c.cache_dirs.clear(); });
+    for (std::size_t i = 0; i < t.preload.size(); ++i)
+        with([&](GenTree& c) { c.preload.erase(c.preload.begin() + i); });
+    for (std::size_t i = 0; i < t.exe_needed.size(); ++i)
+        with([&](GenTree& c) { c.exe_needed.erase(c.exe_needed.begin() + i); });
+    for (std::size_t l = 0; l < t.libs.size(); ++l)
+        for (std::size_t i = 0; i < t.libs[l].needed.size(); ++i)
+            with([&](GenTree& c) { c.libs[l].needed.erase(c.libs[l].needed.begin() + i); });
+    // Lists: 0..n-1 the libraries' RPATH/RUNPATH, n the program's, n+1 LD_LIBRARY_PATH.
+    auto list_at = [](bool runpath) {
+        return [runpath](GenTree& c, std::size_t i) -> PathList& {
+            if (i < c.libs.size()) return runpath ? c.libs[i].runpath : c.libs[i].rpath;
+            if (i == c.libs.size()) return runpath ? c.exe_runpath : c.exe_rpath;
+            return c.ld_library_path;
+        };
+    };
+    each_list(list_at(false), t.libs.size() + 2);
+    each_list(list_at(true), t.libs.size() + 1);  // no RUNPATH twin of LD_LIBRARY_PATH
+    if (t.exe != "prog") with([](GenTree& c) { c.exe = "prog"; });
+    if (t.exe_nodeflib) with([](GenTree& c) { c.exe_nodeflib = false; });
+    for (std::size_t l = 0; l < t.libs.size(); ++l) {
+        if (t.libs[l].nodeflib) with([&](GenTree& c) { c.libs[l].nodeflib = false; });
+        if (!t.libs[l].symlink_to.empty()) with([&](GenTree& c) { c.libs[l].symlink_to.clear(); });
+    }
+    return out;
+}
+
+}  // namespace ldshim::difftest::gen

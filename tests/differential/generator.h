@@ -1,0 +1,103 @@
+// Seeded random library trees for the differential suite: random DT_NEEDED
+// graphs, RPATH/RUNPATH lists with tokens, empty, missing and non-directory
+// elements, glibc-hwcaps and legacy hwcap subdirectories, duplicate SONAMEs,
+// LD_LIBRARY_PATH, LD_PRELOAD and a private ld.so.cache, plus dlopen calls
+// from random objects.  Each tree runs under the real loader, through
+// ldsearch and through the runtime resolver; a difference is shrunk to a
+// small tree that still shows one.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ldshim::difftest::gen {
+
+// A list of path elements (joined with ':'); nullopt = the tag is absent.
+using PathList = std::optional<std::vector<std::string>>;
+
+// Strings may contain "@/", the tree's root (an absolute path known only
+// when the tree is built).
+struct GenLibrary {
+    std::string file;  // tree-relative path of the shared object
+    std::string soname;
+    std::vector<std::string> needed;  // DT_NEEDED names
+    PathList rpath, runpath;
+    bool nodeflib = false;   // DF_1_NODEFLIB (-z nodefaultlib)
+    std::string symlink_to;  // non-empty: a symbolic link to this library file instead
+};
+
+struct GenOp {
+    char kind = 'o';     // 'o' dlopen, 'n' RTLD_NOLOAD
+    std::string caller;  // "" = the main program, else a library's file
+    std::string name;    // may start with "@/"
+};
+
+struct GenTree {
+    std::uint64_t seed = 0;
+    std::string exe = "prog";  // tree-relative
+    std::vector<std::string> exe_needed;
+    PathList exe_rpath, exe_runpath;
+    bool exe_nodeflib = false;
+    std::vector<GenLibrary> libs;
+    std::vector<std::string> dirs;   // directories created even when empty
+    std::vector<std::string> files;  // regular files that are not libraries
+    PathList ld_library_path;        // joined with llp_sep
+    char llp_sep = ':';
+    std::vector<std::string> preload;  // joined with preload_sep
+    char preload_sep = ' ';
+    std::vector<std::string> cache_dirs;  // non-empty: a private ld.so.cache of these
+    std::vector<GenOp> ops;
+};
+
+GenTree generate(std::uint64_t seed, bool with_cache);
+
+// The tree as people read it ("@" is the tree's root).
+std::string describe(const GenTree& t);
+
+struct Verdict {
+    bool broken = false;   // the tree could not be built or run (an error in the generator)
+    bool started = false;  // the program got past startup under the real loader
+    std::string report;    // ldsearch against the loader, as unified diffs ("" = the same)
+    std::string resolver;  // ldshim_dlopen_from against dlopen ("" = the same)
+    bool differs() const { return !report.empty(); }
+    bool resolver_differs() const { return !resolver.empty(); }
+};
+
+// Which comparison a shrink must keep failing.
+enum class Check { ldsearch, resolver };
+
+// Objects every tree shares (the driver, the library object, stub libraries
+// that give DT_NEEDED names) live in one directory per process.
+class Workshop {
+public:
+    Workshop();
+    ~Workshop();
+    Workshop(const Workshop&) = delete;
+    Workshop& operator=(const Workshop&) = delete;
+
+    // Builds the tree in a fresh directory, runs it three ways, compares.
+    Verdict run(const GenTree& t, bool with_resolver) const;
+    // Greedy shrinking: single-step reductions kept while some difference
+    // persists.  `budget` bounds the number of runs.
+    GenTree shrink(GenTree t, Check which, int budget) const;
+    bool can_use_cache() const { return can_cache_; }
+
+private:
+    struct Runs;
+    std::string stub(const std::string& soname) const;
+    std::string build_script(const GenTree& t, const std::string& root) const;
+    Runs run_all(const GenTree& t, const std::string& root, bool with_resolver) const;
+    std::string dir_;
+    bool can_cache_ = false;
+    mutable std::mutex stub_mu_;
+    mutable std::set<std::string> stubs_;
+};
+
+// The single-step reductions of a tree, smallest effect last.
+std::vector<GenTree> reductions(const GenTree& t);
+
+}  // namespace ldshim::difftest::gen

@@ -1,0 +1,306 @@
+// Building a generated tree, running it under the real loader, through
+// ldsearch and through the runtime resolver, and comparing the three.
+#include "generator.h"
+#include "harness.h"
+
+#include <glob.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#ifndef LDSEARCH_PATH
+#error "LDSEARCH_PATH must name the ldsearch binary under test"
+#endif
+#ifndef FIXTURE_DIR
+#error "FIXTURE_DIR must name tests/differential/fixtures"
+#endif
+#ifndef LDSHIM_LIB_PATH
+#error "LDSHIM_LIB_PATH must name libldshim.so"
+#endif
+
+namespace ldshim::difftest::gen {
+namespace {
+
+std::string join(const std::vector<std::string>& v, char sep) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s.append(i ? std::string(1, sep) : "").append(v[i]);
+    return s;
+}
+
+// "@/" is the tree's root.
+std::string rooted(const std::string& s, const std::string& root) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s.compare(i, 2, "@/") == 0) {
+            out += root + "/";
+            ++i;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+std::string dirname_of(const std::string& rel) {
+    auto slash = rel.rfind('/');
+    return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
+bool is_search_line(const std::string& l) {
+    return l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
+           l.starts_with(" search cache=");
+}
+
+// Variables that change the loader's view of the CPU travel to every run.
+std::string cpu_env() {
+    std::string s;
+    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"})
+        if (const char* x = getenv(v)) s += " " + quote(std::string(v) + "=" + x);
+    return s;
+}
+
+// A fresh directory for one tree, removed with it.
+class TreeDir {
+public:
+    TreeDir() {
+        const char* tmp = getenv("TMPDIR");
+        std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-gen-XXXXXX";
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        path = tmpl;
+    }
+    ~TreeDir() {
+        if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(path));
+    }
+    TreeDir(const TreeDir&) = delete;
+    TreeDir& operator=(const TreeDir&) = delete;
+    std::string path;
+};
+
+std::string prog_arg(const GenTree& t) { return t.exe.find('/') == std::string::npos ? "./" + t.exe : t.exe; }
+
+// The environment both the program and ldsearch are given.
+std::vector<std::pair<std::string, std::string>> tree_env(const GenTree& t, const std::string& root) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (t.ld_library_path) env.emplace_back("LD_LIBRARY_PATH", rooted(join(*t.ld_library_path, t.llp_sep), root));
+    if (!t.preload.empty()) env.emplace_back("LD_PRELOAD", rooted(join(t.preload, t.preload_sep), root));
+    return env;
+}
+
+std::string cache_prefix(const GenTree& t, const std::string& root) {
+    if (t.cache_dirs.empty()) return "";
+    return "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(root + "/ld.so.cache");
+}
+
+}  // namespace
+
+struct Workshop::Runs {
+    std::vector<std::string> real_search, real_out, real_err;
+    std::vector<std::string> emu_search, emu_results, emu_err;
+    std::vector<std::string> resolver_out;
+    int real_status = 0, emu_status = 0;
+    bool ran_resolver = false;
+};
+
+Workshop::Workshop() {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-genshop-XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    std::string fx = FIXTURE_DIR;
+    std::string cmd = "cd " + quote(dir_) + " && mkdir stubs && cc -O1 -fPIC -c -o lib.o " + quote(fx + "/gen_lib.c") +
+                      " && cc -O1 -c -o driver.o " + quote(fx + "/gen_driver.c") +
+                      " && cc -x c -fPIC -c -o empty.o /dev/null";
+    if (sh(cmd) != 0) throw std::runtime_error("cannot build the generator's objects: " + cmd);
+    can_cache_ = sh("unshare -m true >/dev/null 2>&1 && test -x /sbin/ldconfig") == 0;
+}
+
+Workshop::~Workshop() { sh("rm -rf " + quote(dir_)); }
+
+// A library with only a SONAME: linking against it gives a DT_NEEDED entry
+// of that name, whatever the tree holds (or lacks), cycles included.
+std::string Workshop::stub(const std::string& soname) const {
+    std::string path = dir_ + "/stubs/" + soname;
+    std::lock_guard<std::mutex> lock(stub_mu_);
+    if (stubs_.insert(soname).second) {
+        std::string cmd = "ld -shared -o " + quote(path) + " -soname " + quote(soname) + " " + quote(dir_ + "/empty.o");
+        if (sh(cmd) != 0) throw std::runtime_error("cannot build a stub: " + cmd);
+    }
+    return path;
+}
+
+// One shell script: directories, files, libraries (ld), the program (cc),
+// and the private cache (ldconfig).
+std::string Workshop::build_script(const GenTree& t, const std::string& root) const {
+    std::string s = "set -e; cd " + quote(root) + "; mkdir -p .out";
+    for (const auto& d : t.dirs) s += " " + quote(d);
+    for (const auto& f : t.files) s += "; echo not-a-directory > " + quote(f);
+    // `pre` "-Wl," for cc ("-Wl,-rpath,DIR"), "" for ld ("-rpath DIR").
+    auto paths = [&](const PathList& rp, const PathList& rn, const std::string& pre) {
+        std::string a, sep = pre.empty() ? " " : ",";
+        if (rp && !rp->empty())
+            a += " " + pre + "--disable-new-dtags " + pre + "-rpath" + sep + quote(rooted(join(*rp, ':'), root));
+        if (rn && !rn->empty())
+            a += " " + pre + "--enable-new-dtags " + pre + "-rpath" + sep + quote(rooted(join(*rn, ':'), root));
+        return a;
+    };
+    for (const auto& l : t.libs) {
+        if (auto d = dirname_of(l.file); !d.empty()) s += "; mkdir -p " + quote(d);
+        if (!l.symlink_to.empty()) {
+            // Relative to the tree, as the file itself is named.
+            s += "; ln -s " + quote(root + "/" + l.symlink_to) + " " + quote(l.file);
+            continue;
+        }
+        s += "; ld -shared -o " + quote(l.file) + " " + quote(dir_ + "/lib.o");
+        if (l.nodeflib) s += " -z nodefaultlib";
+        if (!l.soname.empty()) s += " -soname " + quote(l.soname);
+        s += paths(l.rpath, l.runpath, "");
+        for (const auto& n : l.needed) s += " " + quote(stub(n));
+    }
+    if (auto d = dirname_of(t.exe); !d.empty()) s += "; mkdir -p " + quote(d);
+    s += "; cc -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
+    for (const auto& n : t.exe_needed) s += " " + quote(stub(n));
+    s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
+    if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";
+    if (!t.cache_dirs.empty()) {
+        s += "; printf '%s\\n'";
+        for (const auto& d : t.cache_dirs) s += " " + quote(root + "/" + d);
+        s += " > ld.so.conf; /sbin/ldconfig -X -C ld.so.cache -f ld.so.conf 2>/dev/null";
+    }
+    return s;
+}
+
+namespace {
+
+// The program under the real loader: `cd root && [prefix] env -i VARS PROG OPS`.
+// Returns the exit status; the output lands in root/.out/NAME.*.
+int run_program(const GenTree& t, const std::string& root, const std::string& name, const std::vector<std::string>& ops,
+                bool debug, bool resolver) {
+    std::string out = root + "/.out/" + name;
+    std::string cmd = "cd " + quote(root) + " && " + cache_prefix(t, root) + " env -i PATH=/usr/bin:/bin" + cpu_env();
+    for (const auto& [k, v] : tree_env(t, root)) cmd += " " + quote(k + "=" + v);
+    if (resolver) cmd += " LDSHIM_LIB=" + quote(LDSHIM_LIB_PATH);
+    if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(out + ".dbg");
+    cmd += " " + quote(prog_arg(t));
+    for (const auto& o : ops) cmd += " " + quote(o);
+    cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
+    return sh(cmd);
+}
+
+std::vector<std::string> debug_search_lines(const std::string& prefix) {
+    std::vector<std::string> lines;
+    for (const auto& f : read_lines_glob(prefix + ".*"))
+        for (auto& l : read_lines(f)) {
+            auto tab = l.find(":\t");  // drop the "%10d:\t" PID prefix
+            std::string payload = tab == std::string::npos ? l : l.substr(tab + 2);
+            if (is_search_line(payload)) lines.push_back(std::move(payload));
+        }
+    return lines;
+}
+
+// The driver's operations: "KIND:CALLER:NAME" with the caller's file path.
+std::vector<std::string> driver_ops(const GenTree& t, const std::string& root, bool resolver) {
+    std::vector<std::string> ops;
+    for (const auto& op : t.ops) {
+        char kind = resolver ? (op.kind == 'n' ? 'N' : 'O') : op.kind;
+        ops.push_back(std::string(1, kind) + ":" + (op.caller.empty() ? "-" : op.caller) + ":" + rooted(op.name, root));
+    }
+    return ops;
+}
+
+// ldsearch with the operations the program really performed (a "SKIP" line
+// says the caller was not loaded; no line at all, that startup failed).
+int run_ldsearch(const GenTree& t, const std::string& root, const std::vector<std::string>& real_out) {
+    std::string out = root + "/.out/emu";
+    std::string cmd = "cd " + quote(root) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(LDSEARCH_PATH);
+    for (const auto& [k, v] : tree_env(t, root)) cmd += " --env " + quote(k + "=" + v);
+    if (!t.cache_dirs.empty()) cmd += " --cache " + quote(root + "/ld.so.cache");
+    for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
+        if (real_out[i] == "SKIP") continue;
+        const GenOp& op = t.ops[i];
+        cmd += " --from " + quote(op.caller.empty() ? prog_arg(t) : root + "/" + op.caller);
+        cmd += std::string(op.kind == 'n' ? " --dlopen-noload " : " --dlopen ") + quote(rooted(op.name, root));
+    }
+    cmd += " -- " + quote(prog_arg(t)) + " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
+    return sh(cmd);
+}
+
+std::string section(const char* what, const std::vector<std::string>& a, const std::vector<std::string>& b,
+                    const char* la, const char* lb) {
+    if (a == b) return "";
+    return std::string(what) + ":\n" + unified_diff(a, b, la, lb);
+}
+
+}  // namespace
+
+Workshop::Runs Workshop::run_all(const GenTree& t, const std::string& root, bool with_resolver) const {
+    Runs r;
+    r.real_status = run_program(t, root, "real", driver_ops(t, root, false), true, false);
+    r.real_search = debug_search_lines(root + "/.out/real.dbg");
+    r.real_out = read_lines(root + "/.out/real.stdout");
+    r.real_err = read_lines(root + "/.out/real.stderr");
+    r.emu_status = run_ldsearch(t, root, r.real_out);
+    for (auto& l : read_lines(root + "/.out/emu.stdout"))
+        (is_search_line(l) ? r.emu_search : r.emu_results).push_back(l);
+    r.emu_err = read_lines(root + "/.out/emu.stderr");
+    if (with_resolver && r.real_status == 0) {
+        r.ran_resolver = true;
+        run_program(t, root, "resolver", driver_ops(t, root, true), false, true);
+        r.resolver_out = read_lines(root + "/.out/resolver.stdout");
+    }
+    return r;
+}
+
+Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
+    TreeDir dir;
+    Verdict v;
+    if (sh(build_script(t, dir.path) + " >" + quote(dir.path + "/build.log") + " 2>&1") != 0) {
+        v.broken = true;
+        v.report = "the tree did not build:\n" + read_file(dir.path + "/build.log");
+        return v;
+    }
+    Runs r = run_all(t, dir.path, with_resolver);
+    // The real run's results and errors in ldsearch's shape: l_names on
+    // stdout, the loader's messages and dlerror texts on stderr.
+    std::vector<std::string> real_results, real_errors = r.real_err;
+    for (const auto& l : r.real_out) {
+        if (l.starts_with("RESULT ")) real_results.push_back(l.substr(7));
+        if (l.starts_with("ERROR ")) real_errors.push_back(l.substr(6));
+    }
+    v.report += section("search lines", r.real_search, r.emu_search, "LD_DEBUG=libs", "ldsearch");
+    v.report += section("dlopen results", real_results, r.emu_results, "dlopen", "ldsearch");
+    v.report += section("errors", real_errors, r.emu_err, "loader", "ldsearch");
+    bool real_failed = r.real_status != 0 || real_errors.size() > r.real_err.size() ||
+                       std::any_of(r.real_err.begin(), r.real_err.end(),
+                                   [](const std::string& e) { return !e.starts_with("ERROR: ld.so: object"); });
+    if (real_failed != (r.emu_status != 0))
+        v.report += "exit status: program " + std::to_string(r.real_status) + ", ldsearch " +
+                    std::to_string(r.emu_status) + "\n";
+    if (r.ran_resolver)
+        v.resolver = section("runtime resolver", r.real_out, r.resolver_out, "dlopen", "ldshim_dlopen_from");
+    if (r.real_status == 2 || (!r.real_out.empty() && r.real_out.size() != t.ops.size())) {
+        v.broken = true;  // the driver refused its arguments
+        v.report += "the driver did not run every operation\n";
+    }
+    v.started = r.real_out.size() == t.ops.size();
+    return v;
+}
+
+GenTree Workshop::shrink(GenTree t, Check which, int budget) const {
+    for (bool progress = true; progress && budget > 0;) {
+        progress = false;
+        for (auto& c : reductions(t)) {
+            if (--budget < 0) break;
+            Verdict v = run(c, which == Check::resolver);
+            if (!v.broken && (which == Check::resolver ? v.resolver_differs() : v.differs())) {
+                t = std::move(c);
+                progress = true;
+                break;
+            }
+        }
+    }
+    return t;
+}
+
+}  // namespace ldshim::difftest::gen

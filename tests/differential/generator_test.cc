@@ -1,0 +1,150 @@
+// Random library trees against the real loader (generator.h).  Knobs, all
+// optional:
+//   LDSHIM_GEN_SEEDS=N      trees to run (default 500)
+//   LDSHIM_GEN_SEED=S       base seed: tree i uses S+i (default: random, printed)
+//   LDSHIM_GEN_ONLY=S1,S2   run exactly these seeds
+//   LDSHIM_GEN_JOBS=J       trees run at once (default: the number of CPUs)
+//   LDSHIM_GEN_RESOLVER=0   skip the runtime resolver's run
+//   LDSHIM_GEN_SHRINK=K     shrink and print at most K differing trees (default 3)
+//   LDSHIM_GEN_VERBOSE=1    a line for every seed
+// The last line is the summary: "N trees: K differ".
+#include "generator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace ldshim::difftest::gen;
+
+namespace {
+
+std::uint64_t env_number(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+std::vector<std::uint64_t> seeds_to_run() {
+    std::vector<std::uint64_t> seeds;
+    if (const char* only = std::getenv("LDSHIM_GEN_ONLY"); only && *only) {
+        for (const char* p = only; *p;) {
+            char* end = nullptr;
+            seeds.push_back(std::strtoull(p, &end, 10));
+            p = *end ? end + 1 : end;
+        }
+        std::printf("generator: seeds %s\n", only);
+        return seeds;
+    }
+    std::uint64_t base = env_number("LDSHIM_GEN_SEED", std::random_device{}() % 1000000000u);
+    std::uint64_t n = env_number("LDSHIM_GEN_SEEDS", 500);
+    std::printf("generator: base seed %llu, %llu trees (LDSHIM_GEN_SEED=%llu reproduces them)\n",
+                static_cast<unsigned long long>(base), static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(base));
+    for (std::uint64_t i = 0; i < n; ++i) seeds.push_back(base + i);
+    return seeds;
+}
+
+struct Tally {
+    std::mutex mu;
+    std::vector<std::uint64_t> differ, resolver_differ, broken;
+    std::vector<std::string> broken_reports;
+    std::size_t started = 0;
+};
+
+// Runs every seed on `jobs` threads; each tree lives in its own directory.
+void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool resolver, Tally& tally) {
+    std::atomic<std::size_t> next{0};
+    bool verbose = env_number("LDSHIM_GEN_VERBOSE", 0) != 0;
+    auto worker = [&] {
+        for (std::size_t i; (i = next++) < seeds.size();) {
+            GenTree t = generate(seeds[i], w.can_use_cache());
+            Verdict v = w.run(t, resolver);
+            std::lock_guard<std::mutex> lock(tally.mu);
+            tally.started += v.started;
+            if (v.broken) {
+                tally.broken.push_back(seeds[i]);
+                tally.broken_reports.push_back(describe(t) + v.report);
+            }
+            if (v.differs() && !v.broken) tally.differ.push_back(seeds[i]);
+            if (v.resolver_differs()) tally.resolver_differ.push_back(seeds[i]);
+            if (verbose || v.differs() || v.resolver_differs())
+                std::printf("seed %llu: %s%s\n", static_cast<unsigned long long>(seeds[i]),
+                            v.broken      ? "BROKEN"
+                            : v.differs() ? "ldsearch differs"
+                                          : "same",
+                            v.resolver_differs() ? ", resolver differs" : "");
+            std::fflush(stdout);
+        }
+    };
+    unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    auto jobs = static_cast<unsigned>(env_number("LDSHIM_GEN_JOBS", cpus));
+    std::vector<std::thread> pool;
+    for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+}
+
+// Shrinks the first few differing seeds and prints each small tree.
+std::string minimised(const Workshop& w, std::vector<std::uint64_t> seeds, Check which) {
+    std::sort(seeds.begin(), seeds.end());
+    std::string out;
+    std::size_t max = env_number("LDSHIM_GEN_SHRINK", 3);
+    for (std::size_t i = 0; i < seeds.size() && i < max; ++i) {
+        GenTree small = w.shrink(generate(seeds[i], w.can_use_cache()), which, 400);
+        Verdict v = w.run(small, which == Check::resolver);
+        out += "seed " + std::to_string(seeds[i]) + " differs; minimised tree:\n" + describe(small) +
+               (which == Check::resolver ? v.resolver : v.report) + "\n";
+    }
+    return out;
+}
+
+std::string seed_list(std::vector<std::uint64_t> seeds) {
+    std::sort(seeds.begin(), seeds.end());
+    std::string s;
+    for (auto x : seeds) s += " " + std::to_string(x);
+    return s;
+}
+
+}  // namespace
+
+// ldsearch against the loader must agree on every tree.  The runtime
+// resolver's differences are printed and counted; LDSHIM_GEN_RESOLVER=strict
+// makes them fail the test too (docs/fidelity.md lists the known ones).
+TEST(Generator, random_trees_match_the_loader) {
+    Workshop w;
+    const char* res_mode = std::getenv("LDSHIM_GEN_RESOLVER");
+    bool resolver = !res_mode || std::string(res_mode) != "0";
+    bool strict = res_mode && std::string(res_mode) == "strict";
+    std::vector<std::uint64_t> seeds = seeds_to_run();
+    auto t0 = std::chrono::steady_clock::now();
+    Tally tally;
+    run_seeds(w, seeds, resolver, tally);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!tally.differ.empty()) ADD_FAILURE() << minimised(w, tally.differ, Check::ldsearch);
+    if (!tally.resolver_differ.empty()) {
+        std::string m = minimised(w, tally.resolver_differ, Check::resolver);
+        if (strict)
+            ADD_FAILURE() << m;
+        else
+            std::printf("the runtime resolver differs (not failing: LDSHIM_GEN_RESOLVER=strict):\n%s", m.c_str());
+    }
+    for (const auto& r : tally.broken_reports) ADD_FAILURE() << "a generated tree could not be run:\n" << r;
+    if (!tally.differ.empty()) std::printf("ldsearch differs on seeds:%s\n", seed_list(tally.differ).c_str());
+    if (!tally.resolver_differ.empty())
+        std::printf("the resolver differs on seeds:%s\n", seed_list(tally.resolver_differ).c_str());
+    std::printf(
+        "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken); "
+        "resolver: %s; %.1f s, %.0f trees/minute%s\n",
+        seeds.size(), tally.differ.size(), tally.started, tally.broken.size(),
+        resolver ? (std::to_string(tally.resolver_differ.size()) + " differ").c_str() : "not run", secs,
+        secs > 0 ? 60.0 * static_cast<double>(seeds.size()) / secs : 0.0,
+        w.can_use_cache() ? "" : " (no private ld.so.cache: unshare -m failed)");
+    EXPECT_TRUE(tally.differ.empty());
+}
