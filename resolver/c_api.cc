@@ -259,15 +259,19 @@ ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, cha
 }
 
 char* ldshim_dlerror_via(char* (*next)(void)) {
+    if (!next) next = ldshim::host::libc_dlerror_function();
     if (t_error_set) {
         t_error_set = false;
+        // glibc holds the same failure (open_answer left it there for callers
+        // of dlerror()): it is taken with ldshim's, or a later call that
+        // fails without a text of its own would show it again.
+        if (next) next();
         try {
             t_shown = t_error;
             return t_shown.data();
         } catch (...) {
         }
     }
-    if (!next) next = ldshim::host::libc_dlerror_function();
     return next ? next() : nullptr;
 }
 
