@@ -4,7 +4,8 @@
 //   LDSHIM_GEN_SEED=S       base seed: tree i uses S+i (default: random, printed)
 //   LDSHIM_GEN_ONLY=S1,S2   run exactly these seeds
 //   LDSHIM_GEN_JOBS=J       trees run at once (default: the number of CPUs)
-//   LDSHIM_GEN_RESOLVER=0   skip the runtime resolver's run
+//   LDSHIM_GEN_RESOLVER=0   skip the runtime resolver's run (=report: print its
+//                           differences without failing)
 //   LDSHIM_GEN_SHRINK=K     shrink and print at most K differing trees (default 3)
 //   LDSHIM_GEN_VERBOSE=1    a line for every seed
 // The last line is the summary: "N trees: K differ".
@@ -19,7 +20,10 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,10 +58,32 @@ std::vector<std::uint64_t> seeds_to_run() {
 
 struct Tally {
     std::mutex mu;
-    std::vector<std::uint64_t> differ, resolver_differ, broken;
+    std::vector<std::uint64_t> differ, resolver_differ, resolver_known, broken;
     std::vector<std::string> broken_reports;
     std::size_t started = 0;
 };
+
+// The one difference of the runtime resolver that is known and kept
+// (docs/fidelity.md): ldshim opens what it found by path, so a library
+// without a SONAME is not known by the name it was asked for, and a later
+// DT_NEEDED of that name (in its own closure or in a later dlopen's) is
+// searched for again where glibc would match it.  True when the first line
+// the resolver got wrong is such a failure (what follows in the same run may
+// be its consequence).
+bool known_resolver_limit(const GenTree& t, const Verdict& v) {
+    std::set<std::string> unnamed;
+    for (const auto& l : t.libs)
+        if (l.soname.empty() && l.symlink_to.empty()) unnamed.insert(l.file.substr(l.file.rfind('/') + 1));
+    std::istringstream in(v.resolver);
+    for (std::string line; std::getline(in, line);) {
+        if (!line.starts_with("+") || line.starts_with("+++")) continue;
+        constexpr std::string_view kError = "+ERROR ", kTail = ": cannot open shared object file";
+        auto tail = line.find(kTail);
+        return line.starts_with(kError) && tail != std::string::npos &&
+               unnamed.contains(line.substr(kError.size(), tail - kError.size()));
+    }
+    return false;
+}
 
 // Runs every seed on `jobs` threads; each tree lives in its own directory.
 void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool resolver, Tally& tally) {
@@ -74,7 +100,8 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
                 tally.broken_reports.push_back(describe(t) + v.report);
             }
             if (v.differs() && !v.broken) tally.differ.push_back(seeds[i]);
-            if (v.resolver_differs()) tally.resolver_differ.push_back(seeds[i]);
+            if (v.resolver_differs())
+                (known_resolver_limit(t, v) ? tally.resolver_known : tally.resolver_differ).push_back(seeds[i]);
             if (verbose || v.differs() || v.resolver_differs())
                 std::printf("seed %llu: %s%s\n", static_cast<unsigned long long>(seeds[i]),
                             v.broken      ? "BROKEN"
@@ -114,14 +141,15 @@ std::string seed_list(std::vector<std::uint64_t> seeds) {
 
 }  // namespace
 
-// ldsearch against the loader must agree on every tree.  The runtime
-// resolver's differences are printed and counted; LDSHIM_GEN_RESOLVER=strict
-// makes them fail the test too (docs/fidelity.md lists the known ones).
+// ldsearch against the loader must agree on every tree, and so must the
+// runtime resolver, except for its one known limit (known_resolver_limit),
+// which is counted and shown.  LDSHIM_GEN_RESOLVER=report only prints the
+// resolver's differences; =0 skips its run.
 TEST(Generator, random_trees_match_the_loader) {
     Workshop w;
     const char* res_mode = std::getenv("LDSHIM_GEN_RESOLVER");
     bool resolver = !res_mode || std::string(res_mode) != "0";
-    bool strict = res_mode && std::string(res_mode) == "strict";
+    bool strict = !res_mode || std::string(res_mode) != "report";
     std::vector<std::uint64_t> seeds = seeds_to_run();
     auto t0 = std::chrono::steady_clock::now();
     Tally tally;
@@ -133,8 +161,13 @@ TEST(Generator, random_trees_match_the_loader) {
         if (strict)
             ADD_FAILURE() << m;
         else
-            std::printf("the runtime resolver differs (not failing: LDSHIM_GEN_RESOLVER=strict):\n%s", m.c_str());
+            std::printf("the runtime resolver differs (not failing: LDSHIM_GEN_RESOLVER=report):\n%s", m.c_str());
     }
+    if (!tally.resolver_known.empty())
+        std::printf(
+            "[ KNOWN    ] the resolver's known limit (a library without SONAME is not known by the name "
+            "it was loaded by) on seeds:%s\n",
+            seed_list(tally.resolver_known).c_str());
     for (const auto& r : tally.broken_reports) ADD_FAILURE() << "a generated tree could not be run:\n" << r;
     if (!tally.differ.empty()) std::printf("ldsearch differs on seeds:%s\n", seed_list(tally.differ).c_str());
     if (!tally.resolver_differ.empty())
@@ -143,8 +176,11 @@ TEST(Generator, random_trees_match_the_loader) {
         "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken); "
         "resolver: %s; %.1f s, %.0f trees/minute%s\n",
         seeds.size(), tally.differ.size(), tally.started, tally.broken.size(),
-        resolver ? (std::to_string(tally.resolver_differ.size()) + " differ").c_str() : "not run", secs,
-        secs > 0 ? 60.0 * static_cast<double>(seeds.size()) / secs : 0.0,
+        resolver ? (std::to_string(tally.resolver_differ.size()) + " differ, " +
+                    std::to_string(tally.resolver_known.size()) + " known limit")
+                       .c_str()
+                 : "not run",
+        secs, secs > 0 ? 60.0 * static_cast<double>(seeds.size()) / secs : 0.0,
         w.can_use_cache() ? "" : " (no private ld.so.cache: unshare -m failed)");
     EXPECT_TRUE(tally.differ.empty());
 }
