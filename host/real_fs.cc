@@ -135,6 +135,12 @@ RootFs::RootFs(std::string root) : root_(std::move(root)) {
 }
 
 std::optional<std::string> RootFs::resolve(const std::string& path, int* error) const {
+    // The kernel's rule: an empty name is no file (glibc before 2.38 stats
+    // "" for the root directory, and must see it fail).
+    if (path.empty()) {
+        if (error) *error = ENOENT;
+        return std::nullopt;
+    }
     constexpr int kMaxLinks = 40;   // the kernel's limit
     std::vector<std::string> done;  // resolved components
     std::vector<std::string> todo;  // components still to walk, in reverse order
