@@ -1,6 +1,6 @@
 // derive_in_process(): the loader configuration of this very process, read in
 // place.  Nothing is spawned and nothing is written: the runtime runs inside
-// other people's processes.  Sources (glibc 2.36 and 2.31, x86-64):
+// other people's processes.  Sources (glibc 2.31, 2.36 and 2.41, x86-64):
 //  * system directories: RTLD_DI_SERINFO of ld.so's own link map, whose tail
 //    they are (2.36 lists plain directories there: no hwcaps subdirectories,
 //    every flag 0);
@@ -106,6 +106,28 @@ std::optional<std::string> startup_library_path(bool secure) {
     return out;
 }
 
+// The versions whose rules are written here and tested against their own
+// loader (the roots suite): 2.31 (Debian 11: no glibc-hwcaps, no
+// <sys/platform/x86.h>), 2.36 (Debian 12) and 2.41 (Debian 13: no legacy
+// hwcap subdirectories, "/" and non-directories handled as directories).
+// Anything else declines rather than guesses.
+struct VersionRules {
+    std::string_view version;
+    bool glibc_hwcaps, legacy_subdirs;
+    LoaderBehaviour behaviour;
+};
+constexpr VersionRules kVersions[] = {
+    {"2.31", false, true, {true, true}},
+    {"2.36", true, true, {true, true}},
+    {"2.41", true, false, {false, false}},
+};
+
+const VersionRules* rules_of(std::string_view version) {
+    for (const auto& r : kVersions)
+        if (r.version == version) return &r;
+    return nullptr;
+}
+
 }  // namespace
 
 std::optional<LoaderConfig> derive_in_process(std::string* error) {
@@ -113,13 +135,11 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
         if (error) *error = std::move(why);
         return std::nullopt;
     };
-    // The versions whose rules are written here and tested against their
-    // own loader: 2.36 (Debian 12), and 2.31 (Debian 11: no glibc-hwcaps, no
-    // <sys/platform/x86.h>).  Anything else declines rather than guesses.
     std::string_view version = gnu_get_libc_version();
-    bool has_glibc_hwcaps = version == "2.36";
-    if (version != "2.36" && version != "2.31")
-        return fail("glibc " + std::string(version) + ": the in-process derivation knows glibc 2.31 and 2.36 only");
+    const VersionRules* rules = rules_of(version);
+    if (!rules)
+        return fail("glibc " + std::string(version) +
+                    ": the in-process derivation knows glibc 2.31, 2.36 and 2.41 only");
     link_map* rtld = rtld_link_map();
     if (!rtld)
         return fail(
@@ -133,7 +153,7 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     std::optional<CpuView> view = cpu_view();
     if (!view) return fail("the in-process derivation knows x86-64 only");
     CpuView cpu = *view;
-    if (!has_glibc_hwcaps) cpu.isa_levels = 1;
+    if (!rules->glibc_hwcaps) cpu.isa_levels = 1;
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
     p.library_path = startup_library_path(secure);
@@ -145,6 +165,8 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (!dirs) return fail(why);
     std::uint64_t searched = cpu.hwcap & hwcap_mask_from_env(environ, secure);
     LoaderConfig cfg = assemble_config(std::move(*dirs), cpu.isa_levels, cpu.platform, searched);
+    if (!rules->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
+    cfg.behaviour = rules->behaviour;
     if (rtld->l_name && *rtld->l_name) cfg.rtld_path = rtld->l_name;
     return cfg;
 }

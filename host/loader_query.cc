@@ -39,7 +39,8 @@ struct LoaderRun {
 };
 
 std::optional<LoaderRun> run_loader(const std::string& rtld, std::vector<std::string> args,
-                                    std::vector<std::string> env, int fd, std::string* error) {
+                                    std::vector<std::string> env, int fd, std::string* error,
+                                    const std::string& cwd = {}) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         if (error) *error = std::string("pipe: ") + std::strerror(errno);
@@ -49,6 +50,7 @@ std::optional<LoaderRun> run_loader(const std::string& rtld, std::vector<std::st
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], fd);
     posix_spawn_file_actions_addopen(&fa, fd == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
     args.insert(args.begin(), rtld);
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
@@ -95,11 +97,22 @@ struct Answers {
 std::optional<Answers> ask_loader(const std::string& rtld, const LoaderCpuEnv& env, std::string* error) {
     auto help = run_loader(rtld, {"--help"}, env.entries, 1, error);
     if (!help) return std::nullopt;
+    // Run in the loader's own directory, where its file name is a relative
+    // element that is no directory.
+    std::string path = rtld;
+    if (!path.starts_with('/'))
+        if (char* here = ::getcwd(nullptr, 0)) {
+            path = std::string(here) + "/" + path;
+            std::free(here);
+        }
+    std::size_t slash = path.rfind('/');
+    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    auto inputs = loader::probe_inputs(path.substr(slash + 1));
     std::vector<std::string> probe_env = env.entries;
     probe_env.push_back("LD_DEBUG=libs");
-    probe_env.push_back("LD_PRELOAD=" + std::string(loader::kProbeName));
-    probe_env.push_back("LD_LIBRARY_PATH=" + std::string(loader::kProbeLibraryPath));
-    auto probe = run_loader(rtld, {"--list", rtld}, std::move(probe_env), 2, error);
+    probe_env.push_back("LD_PRELOAD=" + inputs.preload);
+    probe_env.push_back("LD_LIBRARY_PATH=" + inputs.library_path);
+    auto probe = run_loader(path, {"--list", path}, std::move(probe_env), 2, error, dir);
     if (!probe) return std::nullopt;
     Answers a;
     if (help->ok) a.help = std::move(help->text);
@@ -119,7 +132,7 @@ std::optional<LoaderConfig> config_of(const std::string& rtld, const Answers& a,
 }
 
 // The cache file: both answers, each with its length.
-constexpr std::string_view kCacheHead = "ldshim loader answers v2\n";
+constexpr std::string_view kCacheHead = "ldshim loader answers v3\n";
 
 std::string serialise(const Answers& a) {
     std::string out(kCacheHead);
@@ -168,7 +181,7 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
         }
     };
     auto mix_str = [&](const std::string& s) { mix(s.data(), s.size() + 1); };
-    mix_str("ldshim-loader-config-v2");
+    mix_str("ldshim-loader-config-v3");
     mix_str(rtld);
     struct stat st {};
     if (::stat(rtld.c_str(), &st) == 0) {

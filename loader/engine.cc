@@ -213,10 +213,11 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
                 if (ok) {
                     d.status[c] = DirStatus::existing;
                 } else {
-                    // Does the directory exist at all?  2.36 strips the final
-                    // character, so "/" is stat'ed as "" and pruned.
+                    // Does the directory exist at all?  Before 2.38 glibc
+                    // strips the final character, so "/" is stat'ed as "" and
+                    // pruned; later ones stat "DIR/" (as DIR, for a directory).
                     std::string dir = d.dirname + cfg_.subdirs[c];
-                    dir.pop_back();
+                    if (cfg_.behaviour.root_dir_stat_bug || dir.size() > 1) dir.pop_back();
                     auto st = fs_.stat(dir);
                     if (st.error != 0) errno_ = st.error;
                     d.status[c] = (st.error == 0 && st.is_dir) ? DirStatus::existing : DirStatus::nonexisting;
@@ -237,8 +238,11 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             }
             report_miss(cand, o, d.status[c] == DirStatus::nonexisting);
         }
-        // Something other than "missing" or "forbidden" ends this list.
-        if (here_any && errno_ != ENOENT && errno_ != EACCES) return {};
+        // Something other than "missing" or "forbidden" ends this list (and,
+        // before 2.39, "not a directory" too).
+        bool goes_on =
+            errno_ == ENOENT || errno_ == EACCES || (errno_ == ENOTDIR && !cfg_.behaviour.non_directory_ends_list);
+        if (here_any && !goes_on) return {};
         any |= here_any;
     }
     // A list whose directories all turned out missing is dropped for good

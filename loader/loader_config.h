@@ -20,7 +20,21 @@ namespace ldshim::loader {
 inline constexpr std::uint64_t kHwcapX86_64 = 1u << 1;
 inline constexpr std::uint64_t kHwcapAvx512_1 = 1u << 2;
 
+// Search behaviour that differs between the glibc versions ldshim models,
+// as the loader itself shows it (loader_probe.cc) or its version implies.
+// The defaults are glibc 2.36's.
+struct LoaderBehaviour {
+    // Before 2.38 (bug 30435) a directory is stat'ed with its last character
+    // cut, so "/" is stat'ed as "" and dropped as missing.
+    bool root_dir_stat_bug = true;
+    // Before 2.39 (bug 31035) ENOTDIR from an element (a file named as a
+    // directory) ends the search of that list, like any error but ENOENT
+    // and EACCES; from 2.39 the search goes on.
+    bool non_directory_ends_list = true;
+};
+
 struct LoaderConfig {
+    LoaderBehaviour behaviour;
     std::string rtld_path = "/lib64/ld-linux-x86-64.so.2";
     std::vector<std::string> system_dirs;  // each ends in '/'
     // Every subdirectory prefix tried inside a search directory, in order;
@@ -67,17 +81,17 @@ LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t
 
 // ---- What a loader's own search shows (loader_probe.cc) ----
 //
-// The host runs the loader with LD_DEBUG=libs, LD_PRELOAD=kProbeName and
-// LD_LIBRARY_PATH=kProbeLibraryPath (host/loader_query.cc); the failed
-// lookup's search lines state the subdirectories it tries in every search
-// directory, its system directories, its cache file, and, through the two
-// DST elements, $PLATFORM and $LIB.
-inline constexpr std::string_view kProbeName = "ldshim-probe-nowhere.so";
-inline constexpr std::string_view kProbeDir = "/ldshim-probe-nowhere";
-inline constexpr std::string_view kProbePlatformDir = "/ldshim-probe-platform";
-inline constexpr std::string_view kProbeLibDir = "/ldshim-probe-lib";
-inline constexpr std::string_view kProbeLibraryPath =
-    "/ldshim-probe-nowhere:/ldshim-probe-platform/$PLATFORM:/ldshim-probe-lib/$LIB";
+// The host runs the loader with LD_DEBUG=libs and probe_inputs()'s LD_PRELOAD
+// and LD_LIBRARY_PATH, in the directory of its own file, listing itself
+// (host/loader_query.cc).  The two failed lookups' search lines state the
+// subdirectories it tries in every search directory, its system directories,
+// its cache file, through two DST elements $PLATFORM and $LIB, and through
+// "/" and a relative element that is a file, its LoaderBehaviour.
+struct ProbeInputs {
+    std::string preload, library_path;
+};
+// `rtld_file_name`: the loader's file name, a file in the directory it runs in.
+ProbeInputs probe_inputs(std::string_view rtld_file_name);
 
 struct ProbeFacts {
     std::vector<std::string> subdirs;      // as LoaderConfig::subdirs
@@ -85,6 +99,7 @@ struct ProbeFacts {
     std::optional<std::string> platform;   // $PLATFORM, if the loader expands it
     std::optional<std::string> dst_lib;    // $LIB
     std::string cache_path;                // what "search cache=" names
+    LoaderBehaviour behaviour;
 };
 
 std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error);

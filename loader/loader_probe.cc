@@ -12,6 +12,14 @@
 namespace ldshim::loader {
 namespace {
 
+// The probe's names: two libraries and six directories that exist nowhere.
+constexpr std::string_view kProbeName = "ldshim-probe-nowhere.so";
+constexpr std::string_view kProbeSecondName = "ldshim-probe-nowhere-again.so";
+constexpr std::string_view kProbeDir = "/ldshim-probe-nowhere";
+constexpr std::string_view kProbePlatformDir = "/ldshim-probe-platform";
+constexpr std::string_view kProbeLibDir = "/ldshim-probe-lib";
+constexpr std::string_view kProbeAfterDir = "/ldshim-probe-after";
+
 // One "search path=A:B:C\t\t(LABEL)" line: its elements and its label.
 struct SearchLine {
     std::vector<std::string_view> elements;
@@ -112,42 +120,90 @@ std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> 
         read_subdirs(*cfg);
     }
     cfg->dst_lib = facts->dst_lib.value_or(dst_lib_of(cfg->system_dirs));
+    cfg->behaviour = facts->behaviour;
     return cfg;
 }
 
-std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error) {
-    ProbeFacts f;
+ProbeInputs probe_inputs(std::string_view rtld_file_name) {
+    ProbeInputs in;
+    in.preload = std::string(kProbeName) + " " + std::string(kProbeSecondName);
+    // "/" shows whether the root is stat'ed right; the loader's own file,
+    // relative, whether a non-directory ends the list (then kProbeAfterDir
+    // is never tried).
+    in.library_path = std::string(kProbeDir) + ":" + std::string(kProbePlatformDir) +
+                      "/$PLATFORM:" + std::string(kProbeLibDir) + "/$LIB:/:./" + std::string(rtld_file_name) + ":" +
+                      std::string(kProbeAfterDir);
+    return in;
+}
+
+namespace {
+
+// What one lookup of the probe printed.
+struct ProbeSearch {
     std::optional<SearchLine> env, system;
+    bool tried_after = false;  // a file in kProbeAfterDir was tried
+};
+
+std::vector<ProbeSearch> probe_searches(std::string_view text, std::string& cache_path) {
+    std::vector<ProbeSearch> out;
     while (!text.empty()) {
         auto nl = text.find('\n');
         std::string_view line = text.substr(0, nl);
         text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-        if (auto c = line.find(" search cache="); c != std::string_view::npos && f.cache_path.empty())
-            f.cache_path = std::string(line.substr(c + 14));
+        if (line.find("find library=") != std::string_view::npos) out.emplace_back();
+        if (out.empty()) continue;
+        if (auto c = line.find(" search cache="); c != std::string_view::npos && cache_path.empty())
+            cache_path = std::string(line.substr(c + 14));
+        if (auto t = line.find("  trying file="); t != std::string_view::npos)
+            out.back().tried_after |= line.substr(t + 14).starts_with(std::string(kProbeAfterDir) + "/");
         auto s = search_line(line);
         if (!s) continue;
-        if (s->label == "LD_LIBRARY_PATH" && !env)
-            env = std::move(s);
-        else if (s->label == "system search path" && !system)
-            system = std::move(s);
+        if (s->label == "LD_LIBRARY_PATH" && !out.back().env)
+            out.back().env = std::move(s);
+        else if (s->label == "system search path" && !out.back().system)
+            out.back().system = std::move(s);
     }
-    auto sub = env ? subdirs_of(env->elements, kProbeDir) : std::nullopt;
-    if (!sub || !system) {
+    return out;
+}
+
+// The behaviour the two lookups show; glibc 2.36's where they show nothing.
+LoaderBehaviour behaviour_of(const std::vector<ProbeSearch>& searches) {
+    LoaderBehaviour b;
+    auto has_root = [](const ProbeSearch& s) {
+        return s.env && std::find(s.env->elements.begin(), s.env->elements.end(), "/") != s.env->elements.end();
+    };
+    // The first lookup lists "/" while nothing is known about it; the second
+    // lists it only if it was stat'ed as the directory it is.
+    if (searches.size() >= 2 && has_root(searches[0])) b.root_dir_stat_bug = !has_root(searches[1]);
+    b.non_directory_ends_list = !searches.front().tried_after;
+    return b;
+}
+
+}  // namespace
+
+std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error) {
+    ProbeFacts f;
+    std::vector<ProbeSearch> searches = probe_searches(text, f.cache_path);
+    const ProbeSearch* first = searches.empty() ? nullptr : &searches.front();
+    auto sub = first && first->env ? subdirs_of(first->env->elements, kProbeDir) : std::nullopt;
+    if (!sub || !first->system) {
         if (error) *error = "the loader's probe search printed no LD_LIBRARY_PATH or system search path";
         return std::nullopt;
     }
     f.subdirs = std::move(*sub);
+    const auto& env = first->env->elements;
     // The DST runs end with the expanded directory, after its subdirectories;
     // a DST the loader cannot expand drops its element.
-    if (auto p = run_end(env->elements, kProbePlatformDir, f.subdirs.size())) f.platform = std::string(*p);
-    if (auto l = run_end(env->elements, kProbeLibDir, f.subdirs.size())) f.dst_lib = std::string(*l);
+    if (auto p = run_end(env, kProbePlatformDir, f.subdirs.size())) f.platform = std::string(*p);
+    if (auto l = run_end(env, kProbeLibDir, f.subdirs.size())) f.dst_lib = std::string(*l);
     std::size_t n = f.subdirs.size();
-    if (system->elements.size() % n != 0) {
+    const auto& system = first->system->elements;
+    if (system.size() % n != 0) {
         if (error) *error = "the loader's system search path does not divide into its subdirectories";
         return std::nullopt;
     }
-    for (std::size_t i = n - 1; i < system->elements.size(); i += n)
-        f.system_dirs.push_back(std::string(system->elements[i]) + "/");
+    for (std::size_t i = n - 1; i < system.size(); i += n) f.system_dirs.push_back(std::string(system[i]) + "/");
+    f.behaviour = behaviour_of(searches);
     return f;
 }
 

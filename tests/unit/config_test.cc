@@ -139,9 +139,9 @@ namespace {
 // The running loader's debug output for the probe, as host/loader_query.cc
 // asks for it, with `mask` as LD_HWCAP_MASK (empty: unset).
 std::string probe_text(const std::string& mask = "") {
-    std::string cmd = "env -i LD_DEBUG=libs LD_PRELOAD=" + std::string(kProbeName) +
-                      " 'LD_LIBRARY_PATH=" + std::string(kProbeLibraryPath) + "'" +
-                      (mask.empty() ? "" : " LD_HWCAP_MASK=" + mask) +
+    auto in = probe_inputs("ld-linux-x86-64.so.2");
+    std::string cmd = "cd /lib64 && env -i LD_DEBUG=libs 'LD_PRELOAD=" + in.preload +
+                      "' 'LD_LIBRARY_PATH=" + in.library_path + "'" + (mask.empty() ? "" : " LD_HWCAP_MASK=" + mask) +
                       " /lib64/ld-linux-x86-64.so.2 --list /lib64/ld-linux-x86-64.so.2 2>&1 >/dev/null";
     std::string out;
     if (FILE* f = popen(cmd.c_str(), "r")) {
@@ -171,6 +171,9 @@ TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
         EXPECT_EQ(probed->hwcap_searched, helped->hwcap_searched) << mask;
         EXPECT_EQ(probed->dst_lib, "lib/x86_64-linux-gnu");
         EXPECT_EQ(probed->cache_path, "/etc/ld.so.cache");
+        // glibc 2.36: "/" is stat'ed as "", and a non-directory ends a list.
+        EXPECT_TRUE(probed->behaviour.root_dir_stat_bug);
+        EXPECT_TRUE(probed->behaviour.non_directory_ends_list);
     }
 }
 
@@ -184,7 +187,7 @@ TEST(LoaderProbe, a_glibc_2_31_search_gives_its_subdirectories_platform_and_lib)
             out += d + "/" + s + ":";
         return out + d;
     };
-    std::string text = "     7:\tfind library=" + std::string(kProbeName) +
+    std::string text = std::string("     7:\tfind library=ldshim-probe-nowhere.so") +
                        " [0]; searching\n     7:\t search path=" + path("/ldshim-probe-nowhere") + ":" +
                        path("/ldshim-probe-platform/haswell") + ":" + path("/ldshim-probe-lib/lib64") +
                        "\t\t(LD_LIBRARY_PATH)\n" +
@@ -205,6 +208,35 @@ TEST(LoaderProbe, a_glibc_2_31_search_gives_its_subdirectories_platform_and_lib)
     // A probe that shows no search is no configuration.
     EXPECT_FALSE(config_from_answers(std::nullopt, "     7:\tfind library=x [0]; searching\n", &err));
     EXPECT_NE(err.find("probe"), std::string::npos) << err;
+}
+
+// The behaviour a loader shows by searching: glibc 2.41 keeps "/" for the
+// second lookup (2.38 stats it right) and goes on past a relative element
+// that is a file (2.39); 2.36 does neither.
+TEST(LoaderProbe, a_glibc_2_41_search_shows_the_root_kept_and_the_list_going_on_past_a_file) {
+    auto lookup = [](const char* name, const std::string& env_list, const std::string& tried) {
+        return std::string("     7:\tfind library=") + name + " [0]; searching\n     7:\t search path=" + env_list +
+               "\t\t(LD_LIBRARY_PATH)\n" + tried + "     7:\t search cache=/etc/ld.so.cache\n" +
+               "     7:\t search path=/lib64\t\t(system search path)\n";
+    };
+    std::string first =
+        "/ldshim-probe-nowhere:/ldshim-probe-platform/x86_64:/ldshim-probe-lib/lib64:/:./ld.so:"
+        "/ldshim-probe-after";
+    std::string after = "     7:\t  trying file=/ldshim-probe-after/ldshim-probe-nowhere.so\n";
+    std::string err;
+    auto v241 = config_from_answers(
+        std::nullopt,
+        lookup("ldshim-probe-nowhere.so", first, after) + lookup("ldshim-probe-nowhere-again.so", "/:./ld.so", ""),
+        &err);
+    ASSERT_TRUE(v241) << err;
+    EXPECT_FALSE(v241->behaviour.root_dir_stat_bug);
+    EXPECT_FALSE(v241->behaviour.non_directory_ends_list);
+    auto v236 = config_from_answers(
+        std::nullopt,
+        lookup("ldshim-probe-nowhere.so", first, "") + lookup("ldshim-probe-nowhere-again.so", "./ld.so", ""), &err);
+    ASSERT_TRUE(v236) << err;
+    EXPECT_TRUE(v236->behaviour.root_dir_stat_bug);
+    EXPECT_TRUE(v236->behaviour.non_directory_ends_list);
 }
 
 // ---- The in-process derivation (loader_config_native.cc) ----
