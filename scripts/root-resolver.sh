@@ -51,4 +51,4 @@ cd /tmp/ldshim-src
 [ -f /tmp/ldshim-build/build.ninja ] ||
     /tmp/ldshim-meson/meson setup /tmp/ldshim-build -Dwerror=true -Dbench=false -Dcudatoolkit_include=/nonexistent >/dev/null
 /tmp/ldshim-meson/meson test -C /tmp/ldshim-build --print-errorlogs --num-processes 2 '"$suites"
-unshare -m sh -c 'mount -t proc proc "$1/proc" && mount --bind /dev "$1/dev" && chroot "$1" sh -c "$2"' sh "$root" "$script"
+unshare -m sh -c 'mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && chroot "$1" sh -c "$2"' sh "$root" "$script"

@@ -21,7 +21,7 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 mkdir -p "$dir"
 
-packages=gcc,g++,libc6-dev,patchelf,ninja-build,pkg-config,python3,nlohmann-json3-dev,libgtest-dev,libgmock-dev,libelf-dev,zlib1g-dev
+packages=gcc,g++,libc6-dev,patchelf,ninja-build,pkg-config,python3,python3-jsonschema,nlohmann-json3-dev,libgtest-dev,libgmock-dev,libelf-dev,zlib1g-dev
 
 # One suite into DIR/SUITE, through DIR/SUITE.tmp so that an interrupted run
 # never leaves half a root where a test would take it for a whole one.  A

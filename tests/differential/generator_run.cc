@@ -4,7 +4,9 @@
 #include "harness.h"
 
 #include <glob.h>
+#include <gnu/libc-version.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -163,6 +165,8 @@ std::string Workshop::build_script(const GenTree& t, const std::string& root) co
     for (const auto& n : t.exe_needed) s += " " + quote(stub(n));
     s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
     if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";
+    // Before glibc 2.34 the driver's dlopen and dlinfo live in libdl.
+    if (::strverscmp(gnu_get_libc_version(), "2.34") < 0) s += " -ldl";
     if (!t.cache_dirs.empty()) {
         s += "; printf '%s\\n'";
         for (const auto& d : t.cache_dirs) s += " " + quote(root + "/" + d);

@@ -5,7 +5,9 @@
 // exercising its rule fails.
 #include "harness.h"
 
+#include <gnu/libc-version.h>
 #include <gtest/gtest.h>
+#include <string.h>
 
 #include <algorithm>
 
@@ -41,6 +43,15 @@ bool any_line(const std::vector<std::string>& v, const std::string& needle) {
 
 LibSpec so(std::string soname = {}) { return LibSpec{std::move(soname)}; }
 
+// The roots suite runs these scenarios under glibc 2.31 and 2.41 too, and
+// the test runs on the loader's own libc: the expectations that name one
+// version's behaviour ask which one this is.
+bool glibc_before(const char* version) { return ::strverscmp(gnu_get_libc_version(), version) < 0; }
+// glibc-hwcaps subdirectories arrived in glibc 2.33.
+bool loader_has_glibc_hwcaps() { return !glibc_before("2.33"); }
+// Legacy hwcap subdirectories (tls/, x86_64/ ...) left in glibc 2.37.
+bool loader_has_legacy_subdirs() { return glibc_before("2.37"); }
+
 }  // namespace
 
 TEST(Differential, rpath_with_missing_dir_then_cache) {
@@ -49,7 +60,8 @@ TEST(Differential, rpath_with_missing_dir_then_cache) {
     t.lib("rp/libB.so", so("libB.so"));
     t.exe("main", {.needs = {"rp/libA.so", "rp/libB.so"}, .rpath = t.abs("rp") + ":/nonexistent/dir", .driver = false});
     Capture r = compare(t, "./main");
-    EXPECT_TRUE(any_line(r.search, "trying file=/nonexistent/dir/libc.so.6"));
+    // The first lookup that gets past rp/ tries the missing directory.
+    EXPECT_TRUE(any_line(r.search, "trying file=/nonexistent/dir/"));
 }
 
 TEST(Differential, rpath_chain_continues_through_runpath_object) {
@@ -305,7 +317,8 @@ TEST(Differential, relative_file_in_path_abandons_list) {
     t.lib("dgood/libW.so", so());
     t.exe("dlo", {});
     Capture r = compare(t, "./dlo", {.ops = {"o:libW.so"}, .env = {{"LD_LIBRARY_PATH", "./afile:" + t.abs("dgood")}}});
-    EXPECT_FALSE(any_line(r.search, "dgood/libW.so"));
+    // From glibc 2.39 (bug 31035) ENOTDIR no longer ends the list.
+    EXPECT_EQ(any_line(r.search, "dgood/libW.so"), !glibc_before("2.39"));
 }
 
 TEST(Differential, absolute_file_in_path_is_pruned) {
@@ -326,7 +339,7 @@ TEST(Differential, glibc_hwcaps_subdir_preferred) {
     t.exe("dlo", {.rpath = t.abs("d")});
     Capture r = compare(t, "./dlo", {.ops = {"o:libH.so"}});
     ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_NE(r.results[0].find("glibc-hwcaps"), std::string::npos);
+    EXPECT_EQ(r.results[0].find("glibc-hwcaps") != std::string::npos, loader_has_glibc_hwcaps()) << r.results[0];
 }
 
 TEST(Differential, legacy_tls_subdir_found) {
@@ -336,7 +349,7 @@ TEST(Differential, legacy_tls_subdir_found) {
     t.exe("dlo", {.rpath = t.abs("d")});
     Capture r = compare(t, "./dlo", {.ops = {"o:libH2.so"}});
     ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_EQ(r.results[0], t.abs("d") + "/tls/libH2.so");
+    EXPECT_EQ(r.results[0], t.abs("d") + (loader_has_legacy_subdirs() ? "/tls/libH2.so" : "/libH2.so"));
 }
 
 TEST(Differential, hwcaps_only_copy_found) {
@@ -344,7 +357,7 @@ TEST(Differential, hwcaps_only_copy_found) {
     t.lib("d/glibc-hwcaps/x86-64-v2/libV.so", so());
     t.exe("dlo", {.rpath = t.abs("d")});
     Capture r = compare(t, "./dlo", {.ops = {"o:libV.so", "o:libnothere.so"}});
-    ASSERT_EQ(r.results.size(), 1u);
+    ASSERT_EQ(r.results.size(), loader_has_glibc_hwcaps() ? 1u : 0u);
 }
 
 TEST(Differential, symlinked_program_origin_is_resolved) {
@@ -378,7 +391,8 @@ TEST(Differential, all_missing_rpath_dropped_env_kept_root_pruned) {
     t.exe("dlo", {.rpath = "/nonexist1:/nonexist2"});
     Capture r = compare(t, "./dlo",
                         {.ops = {"o:libnothere.so", "o:libnothere2.so"}, .env = {{"LD_LIBRARY_PATH", "/nonexist3:/"}}});
-    EXPECT_TRUE(any_line(r.search, " search path=\t\t(LD_LIBRARY_PATH)"));
+    // Before glibc 2.38 (bug 30435) "/" is stat'ed as "" and pruned too.
+    EXPECT_EQ(any_line(r.search, " search path=\t\t(LD_LIBRARY_PATH)"), glibc_before("2.38"));
 }
 
 TEST(Differential, env_entry_inside_library_rpath_prints_env_label) {
@@ -504,7 +518,7 @@ TEST(Differential, hwcap_mask_zero_shrinks_legacy_subdirs) {
     t.lib("d/tls/libH2.so", so());
     t.exe("dlo", {.rpath = t.abs("d")});
     Capture r = compare(t, "./dlo", {.ops = {"o:libH2.so", "o:libnothere.so"}, .env = {{"LD_HWCAP_MASK", "0"}}});
-    EXPECT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results.size(), loader_has_legacy_subdirs() ? 1u : 0u);
 }
 
 TEST(Differential, tunable_disables_hwcaps_level) {
@@ -513,6 +527,10 @@ TEST(Differential, tunable_disables_hwcaps_level) {
     t.lib("d/glibc-hwcaps/x86-64-v3/libH.so", so());
     t.exe("dlo", {.rpath = t.abs("d")});
     Capture r = compare(t, "./dlo", {.ops = {"o:libH.so"}, .env = {{"GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2"}}});
+    if (!loader_has_glibc_hwcaps()) {
+        EXPECT_TRUE(r.results.empty());
+        return;
+    }
     ASSERT_EQ(r.results.size(), 1u);
     EXPECT_EQ(r.results[0], t.abs("d") + "/glibc-hwcaps/x86-64-v2/libH.so");
 }
@@ -656,7 +674,8 @@ TEST(Differential, startup_error_uses_ld_so_own_strerror) {
     t.write("afile", "not a directory");
     t.exe("main", {.runpath = t.abs("afile"), .driver = false, .flags = {"-Wl,-z,nodefaultlib"}});
     Capture r = compare(t, "./main");
-    EXPECT_TRUE(any_line(r.errors, "libc.so.6: cannot open shared object file: Error 20"));
+    // (libc.so.6, or libdl.so.2 where glibc before 2.34 has it needed first)
+    EXPECT_TRUE(any_line(r.errors, ": cannot open shared object file: Error 20"));
 }
 
 // Found by the generator.  open_verify sets errno to 0 once a candidate is

@@ -104,8 +104,9 @@ std::string identity_of(const std::string& file) {
 
 // LD_LIBRARY_PATH makes every lookup walk the loader's subdirectories
 // (legacy hwcaps in 2.31, glibc-hwcaps in both) and expand $PLATFORM and
-// $LIB before the cache; without it most lookups are one cache hit.
-constexpr const char* kLibraryPath = "LD_LIBRARY_PATH=/opt/none:/usr/lib/\\$PLATFORM:/usr/\\$LIB/none";
+// $LIB before the cache; without it most lookups are one cache hit.  "/"
+// is dropped after the first lookup before glibc 2.38 and kept after.
+constexpr const char* kLibraryPath = "LD_LIBRARY_PATH=/opt/none:/usr/lib/\\$PLATFORM:/usr/\\$LIB/none:/";
 
 void every_program_matches(const std::string& suite, const std::string& env) {
     std::string root = roots_dir() + "/" + suite;
