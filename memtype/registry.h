@@ -11,7 +11,7 @@
 //   - the others (splits, merges, edits across leaves) copy the path from the
 //     root down to what changes, at most once per node per update, and
 //     publish a new root.
-// Nodes come from per-registry pools of 256- and 512-byte blocks; replaced
+// Nodes come from per-registry pools of 512- and 1024-byte blocks; replaced
 // nodes go back to them through epoch-based reclamation (epoch.h), batched so
 // that readers pay its interrupt rarely.
 //
@@ -42,14 +42,16 @@ struct Info {
 
 namespace detail {
 constexpr std::uintptr_t kTop = ~std::uintptr_t{0};
-constexpr std::size_t kInnerKeys = 15;  // 16 children
+constexpr std::uintptr_t kHeightMask = 255;  // a root is node | height (nodes are 512-aligned)
+constexpr std::size_t kInnerKeys = 63;       // 64 children
 constexpr std::size_t kLeafKeys = 16;
 
-// Interior node, four cache lines.  key[i] is exactly the smallest base in
-// child[i + 1]'s subtree, so the leaf a lookup reaches holds the entry at or
-// before p, and the separator it passed on the right is the next entry's
-// base.  Unused keys hold ~0.
-struct alignas(256) Inner {
+// Interior node, eight cache lines: four of keys (compared four at once with
+// SIMD where the CPU has it), then four of children.  key[i] is exactly the
+// smallest base in child[i + 1]'s subtree, so the leaf a lookup reaches holds
+// the entry at or before p, and the separator it passed on the right is the
+// next entry's base.  Unused keys hold ~0.
+struct alignas(1024) Inner {
     std::uintptr_t key[kInnerKeys];
     std::uint16_t n;      // keys in use; children n + 1
     std::uint8_t fresh;   // writer only: built by the update in progress
@@ -67,7 +69,7 @@ struct alignas(512) Leaf {
     std::uint16_t n;
     std::uint8_t fresh;
 };
-static_assert(sizeof(Inner) == 256 && sizeof(Leaf) == 512);
+static_assert(sizeof(Inner) == 1024 && sizeof(Leaf) == 512);
 // One entry as the writer handles it.
 struct Flat {
     std::uintptr_t base, last;
@@ -106,6 +108,15 @@ template <std::size_t N>
     std::size_t c = count_le<N>(a, x);
     return c < n ? c : n;
 }
+// The search below a published root (memtype/lookup.cc), chosen for this CPU
+// at the first lookup: AVX-512, AVX2 or scalar.  root is root_'s value.
+using FindFn = Info (*)(std::uintptr_t root, std::uintptr_t p, std::size_t length, bool* spans) noexcept;
+extern std::atomic<FindFn> g_find;
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// Tests and benchmarks: use this search from now on; false (nothing
+// changed) where the CPU lacks it.
+bool use_isa(Isa isa) noexcept;
+Isa current_isa() noexcept;
 inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
     std::uintptr_t d = hi - lo;
     return d == kTop ? ~std::size_t{0} : static_cast<std::size_t>(d + 1);
@@ -160,7 +171,7 @@ private:
         std::uint64_t epoch;
         std::vector<void*> nodes;
     };
-    static constexpr std::uintptr_t kHeightMask = 255;  // root_ = node | height (nodes are 256-aligned)
+    static constexpr std::uintptr_t kHeightMask = detail::kHeightMask;
 
     // Update, writer side (registry.cc).
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
@@ -224,45 +235,8 @@ const char* type_name(Type t);
 [[gnu::always_inline]] inline Info Registry::lookup(std::uintptr_t p) const noexcept { return lookup(p, 1, nullptr); }
 
 [[gnu::always_inline]] inline Info Registry::lookup(std::uintptr_t p, std::size_t length, bool* spans) const noexcept {
-    using detail::kTop;
     EpochDomain::Guard guard(*dom_);
-    std::uintptr_t r = root_.load(std::memory_order_acquire);
-    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
-    std::uintptr_t hi = kTop;  // the last address before the next entry on the right
-    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
-        const auto* in = static_cast<const detail::Inner*>(node);
-        std::size_t n = in->n;
-        std::size_t c = detail::rank<detail::kInnerKeys>(in->key, n, p);
-        // Loaded whatever c is, so that the select stays a cmov.
-        std::uintptr_t next = in->key[c < detail::kInnerKeys ? c : detail::kInnerKeys - 1];
-        hi = c < n ? next - 1 : hi;
-        node = __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE);
-    }
-    const auto* lf = static_cast<const detail::Leaf*>(node);
-    std::size_t n = lf->n;
-    std::size_t c = detail::rank<detail::kLeafKeys>(lf->key, n, p);
-    Info info;
-    if (c == 0) {  // only in the leftmost leaf: the gap from 0
-        hi = n ? lf->key[0] - 1 : hi;
-        info = {Type::unregistered, -1, 0, detail::span_length(0, hi), 0};
-    } else {
-        std::size_t j = c - 1;
-        std::uintptr_t last = lf->last[j];
-        if (p <= last) {
-            hi = last;
-            std::uint64_t tag = lf->tag[j];
-            info = {static_cast<Type>(tag & 0xff), lf->device[j], lf->key[j], detail::span_length(lf->key[j], last),
-                    tag >> 8};
-        } else {
-            hi = c < n ? lf->key[c] - 1 : hi;
-            info = {Type::unregistered, -1, last + 1, detail::span_length(last + 1, hi), 0};
-        }
-    }
-    if (spans) {
-        std::uintptr_t want_last = (length == 0) ? p : (length - 1 > kTop - p ? kTop : p + (length - 1));
-        *spans = want_last > hi;
-    }
-    return info;
+    return detail::g_find.load(std::memory_order_relaxed)(root_.load(std::memory_order_acquire), p, length, spans);
 }
 
 }  // namespace ldshim::memtype

@@ -304,11 +304,53 @@ TEST(Memtype, deep_trees_match_a_map_of_entries) {
                 }
             }
         }
-        EXPECT_GT(peak, 10000u);  // three interior levels over the leaves
+        EXPECT_GT(peak, 10000u);  // two interior levels over the leaves
         std::printf("[ SIZE     ] seed %u: up to %zu ranges\n", seed, peak);
         r.remove(0, 2 * kSpace);  // ranges may run past kSpace
         EXPECT_EQ(r.size(), 0u);
         EXPECT_EQ(r.memory_bytes(), 0u);
+    }
+}
+
+// The search is chosen for the CPU (AVX-512, AVX2 or scalar); every version
+// the CPU can run must give the scalar one's answers, spans included, at
+// entry edges, in gaps, at 0 and at the very top, over trees from one leaf
+// to four levels.
+TEST(Memtype, every_search_version_gives_the_same_answers) {
+    const detail::Isa before = detail::current_isa();
+    std::mt19937_64 rng(21);
+    for (std::size_t n : {0u, 5u, 700u, 3000u, 200000u}) {
+        Registry r;
+        std::vector<std::uintptr_t> probes = {0, 1, kTop - 1, kTop};
+        for (std::size_t k = 0; k < n; ++k) {
+            std::uintptr_t b = rng() % (std::uintptr_t{1} << 47), len = 1 + rng() % 100000;
+            r.insert(b, len, static_cast<Type>(1 + rng() % 4), static_cast<int>(k % 8));
+            if (k % 7 == 0) probes.insert(probes.end(), {b - 1, b, b + len - 1, b + len, rng()});
+        }
+        r.insert(kTop - 4095, 4096, Type::host, 1);  // an entry that ends at the top
+        for (std::size_t k = 0; k < 2000; ++k) probes.push_back(rng() % (std::uintptr_t{1} << 48));
+        std::vector<std::pair<Info, bool>> want;
+        ASSERT_TRUE(detail::use_isa(detail::Isa::scalar));
+        for (std::uintptr_t p : probes) {
+            bool spans = false;
+            Info i = r.lookup(p, 4096, &spans);
+            want.emplace_back(i, spans);
+        }
+        for (detail::Isa isa : {detail::Isa::avx2, detail::Isa::avx512}) {
+            if (!detail::use_isa(isa)) continue;
+            for (std::size_t k = 0; k < probes.size(); ++k) {
+                bool spans = false;
+                Info got = r.lookup(probes[k], 4096, &spans);
+                const Info& w = want[k].first;
+                ASSERT_EQ(got.type, w.type) << "isa " << int(isa) << " n " << n << " p " << probes[k];
+                ASSERT_EQ(got.base, w.base) << "isa " << int(isa) << " n " << n << " p " << probes[k];
+                ASSERT_EQ(got.length, w.length) << "isa " << int(isa) << " n " << n << " p " << probes[k];
+                ASSERT_EQ(got.generation, w.generation) << "isa " << int(isa) << " n " << n;
+                ASSERT_EQ(got.device, w.device) << "isa " << int(isa) << " n " << n;
+                ASSERT_EQ(spans, want[k].second) << "isa " << int(isa) << " n " << n << " p " << probes[k];
+            }
+        }
+        detail::use_isa(before);
     }
 }
 
