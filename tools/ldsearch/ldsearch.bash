@@ -13,6 +13,16 @@ _ldsearch() {
         --hwcaps) COMPREPLY=($(compgen -W "x86-64-v4,x86-64-v3,x86-64-v2 x86-64-v3,x86-64-v2 x86-64-v2 none" -- "$cur")); return ;;
         --dlopen|--dlopen-noload|--dlmopen|--from|--inhibit-rpath|--platform|--lib) return ;;
     esac
+    # check [--json] [--jobs N] [--no-config-cache] PATH...
+    if [[ $cword -gt 1 && ${words[1]} == check ]]; then
+        [[ $prev == --jobs || $prev == -j ]] && return
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--json --jobs --no-config-cache --help" -- "$cur"))
+        else
+            _filedir
+        fi
+        return
+    fi
     # After "--diff --", complete the command.
     local i
     for ((i = 1; i < cword; i++)); do
@@ -22,7 +32,7 @@ _ldsearch() {
         fi
     done
     if [[ $cword -eq 1 && $cur != -* ]]; then
-        COMPREPLY=($(compgen -W "tree why" -- "$cur") $(compgen -c -- "$cur"))
+        COMPREPLY=($(compgen -W "tree why check" -- "$cur") $(compgen -c -- "$cur"))
         return
     fi
     if [[ $cword -eq 1 && $cur == -* ]]; then

@@ -1,7 +1,9 @@
 // ldsearch: print the dynamic loader's library search for a program, line for
 // line as LD_DEBUG=libs prints it, without running the program.  All the logic
 // lives in loader/; this file only dispatches: options.cc parses arguments,
-// session.cc sets up the engine, modes.cc and diff.cc print.
+// session.cc sets up the engine, modes.cc and diff.cc print, check.cc checks
+// whole trees.
+#include "check.h"
 #include "diff.h"
 #include "modes.h"
 #include "options.h"
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
         case Mode::replay: return replay_logs(o.operands, o.json);
         case Mode::tree: return run_tree(o);
         case Mode::why: return run_why(o);
+        case Mode::check: return run_check(o);
         case Mode::search: break;
     }
     return run_search(o);

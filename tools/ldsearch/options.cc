@@ -5,6 +5,7 @@
 #include "ldshim_version.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@ and applied as the loader would apply them for PROGRAM.
        ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
        ldsearch --diff [--keep] [--json] -- COMMAND [ARG]...
        ldsearch --replay [--json] LOG...
+       ldsearch check [--json] [--jobs N] [--no-config-cache] PATH...
 Modes (the first argument; "ldsearch -- tree" means a program named tree):
   tree                   the dependency tree instead: every DT_NEEDED entry,
                          the file it resolved to and how it was found (RPATH
@@ -38,6 +40,22 @@ Modes (the first argument; "ldsearch -- tree" means a program named tree):
                          the one startup makes for NAME; with --from OBJECT,
                          or for a name nothing needs, a dlopen from OBJECT
                          (default: PROGRAM).  Exit status 0 if found, 1 if not
+  check PATH...          every ELF program and shared library under the
+                         files and directories PATH (symbolic links inside
+                         a directory are not followed; other files, and ELF
+                         files for another class or machine, are counted and
+                         skipped), in parallel: each program resolved as at
+                         its start (as --keep-going models it), each library
+                         as a dlopen of its path from a program that needs
+                         nothing.  Reports missing libraries (and who needs
+                         them), libraries found only through
+                         LD_LIBRARY_PATH, RPATH/RUNPATH entries that name no
+                         directory or one outside the PATHs, files skipped
+                         for their ELF class or machine, and SONAMEs resolved
+                         to different files across the checked files; then a
+                         summary line.  --jobs N: N threads (default: one per
+                         CPU).  Exit status 0 if nothing is reported, 1 if
+                         anything is, 3 if a PATH does not exist
 
 Checking ldsearch against the real loader:
   --diff -- COMMAND      run COMMAND with LD_DEBUG=libs,files written through
@@ -110,10 +128,10 @@ Modelling the process:
   -V, --version          show the version and exit
 
 Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail,
-or (--diff, --replay) a search differs; 125 --diff could not run COMMAND
-(glibc's message is printed on stderr); 2 usage error; 3 PROGRAM cannot be read
-or is not an ELF program for this loader; 4 the loader's configuration could
-not be read.
+or (--diff, --replay) a search differs, or (check) a problem was found;
+125 --diff could not run COMMAND (glibc's message is printed on stderr);
+2 usage error; 3 PROGRAM (or a check PATH) cannot be read or is not an ELF
+program for this loader; 4 the loader's configuration could not be read.
 )";
 
 ParseResult usage(std::string msg) {
@@ -197,6 +215,41 @@ ParseResult parse_check_mode(int argc, char** argv) {
     return {std::move(o)};
 }
 
+// check [--json] [--jobs N] [--no-config-cache] [--] PATH...
+ParseResult parse_check_command(int argc, char** argv) {
+    Options o;
+    o.mode = Mode::check;
+    bool options = true;
+    for (int i = 2; i < argc; ++i) {
+        std::string a = argv[i];
+        if (options && a == "--") {
+            options = false;
+        } else if (options && (a == "-h" || a == "--help")) {
+            ParseResult r;
+            r.out = kHelp;
+            return r;
+        } else if (options && a == "--json") {
+            o.json = true;
+        } else if (options && a == "--no-config-cache") {
+            o.no_cache = true;
+        } else if (options && (a == "--jobs" || a == "-j")) {
+            if (i + 1 >= argc) return usage("option '" + a + "' requires an argument");
+            std::string n = argv[++i];
+            char* end = nullptr;
+            unsigned long v = std::strtoul(n.c_str(), &end, 10);
+            if (n.empty() || *end != '\0' || v == 0 || v > 1024 || n[0] == '-')
+                return usage("check: --jobs: expected a number from 1 to 1024, not '" + n + "'");
+            o.jobs = static_cast<unsigned>(v);
+        } else if (options && a.size() > 1 && a[0] == '-') {
+            return usage("check: unrecognized option '" + a + "'");
+        } else {
+            o.operands.push_back(a);
+        }
+    }
+    if (o.operands.empty()) return usage("check: missing PATH");
+    return {std::move(o)};
+}
+
 // One option of the search, tree and why modes, `a`; its value, if it takes
 // one, is argv[++i].  Returns false if `a` is no such option, and sets
 // `error` for a bad value.
@@ -247,6 +300,7 @@ int usage_error(const std::string& msg) {
 ParseResult parse_options(int argc, char** argv) {
     if (argc > 1 && (std::strcmp(argv[1], "--diff") == 0 || std::strcmp(argv[1], "--replay") == 0))
         return parse_check_mode(argc, argv);
+    if (argc > 1 && std::strcmp(argv[1], "check") == 0) return parse_check_command(argc, argv);
     Options o;
     int first = 1;
     if (argc > 1 && std::strcmp(argv[1], "tree") == 0) {

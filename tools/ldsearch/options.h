@@ -17,7 +17,7 @@ enum Exit : int {
     kLoaderQuery = 4,  // the loader's configuration could not be read
 };
 
-enum class Mode { search, tree, why, diff, replay };
+enum class Mode { search, tree, why, diff, replay, check };
 
 // --dlopen, --dlopen-noload, --dlmopen and --from, kept in command-line order.
 struct Op {
@@ -29,7 +29,8 @@ struct Options {
     Mode mode = Mode::search;
     std::string program;
     std::string why_name;               // why NAME
-    std::vector<std::string> operands;  // --diff COMMAND [ARG]..., --replay LOG...
+    std::vector<std::string> operands;  // --diff COMMAND [ARG]..., --replay LOG..., check PATH...
+    unsigned jobs = 0;                  // check --jobs (0: one per CPU)
     bool keep = false;                  // --diff --keep
     bool json = false;
     std::string color = "auto";

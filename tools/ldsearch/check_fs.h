@@ -1,0 +1,36 @@
+// The filesystem that `ldsearch check` shares between its workers: the real
+// one, with every answer kept.  Thousands of files resolve the same few
+// hundred libraries through the same directories; each file is opened and
+// its ELF header and dynamic section read once, each directory and missing
+// candidate asked once, whatever the number of engines asking.
+#pragma once
+
+#include "loader/fs.h"
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace ldsearch {
+
+// Thread-safe.  A file's image keeps what the loader's first read returned
+// and every range read from it since (the headers and dynamic section the
+// facts readers ask for), not the descriptor: a range not kept yet is read
+// by opening the file again.  Files are assumed not to change during a run.
+class SharedFs final : public ldshim::loader::Fs {
+public:
+    ldshim::loader::OpenResult open(const std::string& path) override;
+    StatResult stat(const std::string& path) override;
+    std::string cwd() override;
+    std::optional<std::string> realpath(const std::string& path) override;
+
+private:
+    std::mutex mu_;
+    std::unordered_map<std::string, ldshim::loader::OpenResult> opened_;
+    std::unordered_map<std::string, StatResult> stats_;
+    std::unordered_map<std::string, std::optional<std::string>> real_;
+    std::optional<std::string> cwd_;
+};
+
+}  // namespace ldsearch
