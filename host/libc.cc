@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
 
+#include <pthread.h>
+
 #include <atomic>
 
 namespace ldshim::host {
@@ -64,6 +66,36 @@ int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), voi
 
 dlmopen_fn libc_dlmopen_function() { return libc_function(g_libc_dlmopen, "dlmopen"); }
 dlerror_fn libc_dlerror_function() { return libc_function(g_libc_dlerror, "dlerror"); }
+
+namespace {
+
+// struct rtld_global of glibc 2.36 on x86-64: 16 link_namespaces of 160
+// bytes, then _dl_nns, then three recursive locks (pthread_mutex_t) --
+// _dl_load_lock, _dl_load_write_lock, _dl_load_tls_lock -- then
+// _dl_load_adds.  _ns_nloaded follows _ns_loaded in each namespace.
+constexpr std::size_t kNamespaces = 16, kNamespaceSize = 160;
+constexpr std::size_t kNnsOffset = kNamespaces * kNamespaceSize;
+constexpr std::size_t kWriteLockOffset = kNnsOffset + sizeof(std::size_t) + sizeof(pthread_mutex_t);
+constexpr std::size_t kAddsOffset = kNnsOffset + sizeof(std::size_t) + 3 * sizeof(pthread_mutex_t);
+constexpr std::size_t kNloadedOffset = sizeof(void*);
+
+}  // namespace
+
+LoaderWords loader_words() {
+    LoaderWords w;
+    void* g = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
+    Dl_info info;
+    void* entry = nullptr;
+    if (!g || !dladdr1(g, &info, &entry, RTLD_DL_SYMENT) || !entry ||
+        static_cast<const ElfW(Sym)*>(entry)->st_size < kAddsOffset + sizeof(unsigned long long))
+        return w;
+    const auto* base = static_cast<const unsigned char*>(g);
+    w.adds = reinterpret_cast<const unsigned long long*>(base + kAddsOffset);
+    w.nloaded = reinterpret_cast<const unsigned int*>(base + kNloadedOffset);
+    w.write_lock = reinterpret_cast<const int*>(base + kWriteLockOffset);
+    w.nns = reinterpret_cast<const std::size_t*>(base + kNnsOffset);
+    return w;
+}
 
 LoadCounters load_counters() {
     LoadCounters c;

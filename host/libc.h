@@ -30,4 +30,25 @@ struct LoadCounters {
 };
 LoadCounters load_counters();
 
+// The loader's own bookkeeping, read without its lock and without a walk:
+// GL(dl_load_adds) (every object added to any namespace), the number of
+// objects in namespace 0 (GL(dl_ns)[0]._ns_nloaded: dlpi_subs is adds minus
+// the objects of all namespaces) and the lock dl_iterate_phdr takes
+// (GL(dl_load_write_lock)), which glibc holds while it changes either.
+// They live in ld.so's _rtld_global (GLIBC_PRIVATE), at glibc 2.36
+// x86-64's layout; nothing here trusts that layout: the resolver compares
+// these words with what a walk reports, under the loader's lock, before it
+// relies on them (resolver/live_process.cc).  All null where the symbol is
+// missing or too small.
+struct LoaderWords {
+    const unsigned long long* adds = nullptr;
+    const unsigned int* nloaded = nullptr;  // namespace 0
+    const int* write_lock = nullptr;        // the mutex's lock word: nonzero while held
+    const std::size_t* nns = nullptr;       // GL(dl_nns): namespaces in use
+    explicit operator bool() const { return adds != nullptr; }
+};
+// Looks them up (dlvsym takes the loader's lock: never from inside a walk);
+// the caller keeps the answer.
+LoaderWords loader_words();
+
 }  // namespace ldshim::host

@@ -135,6 +135,17 @@ void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
     return h;
 }
 
+// The already-loaded fast path (LiveProcess::loaded_fast): no lock, no walk,
+// no allocation.  Not while logging (each decision is printed), nor inside
+// the model, nor before the model exists.
+bool loaded_fast(const char* file, const char*& path) noexcept {
+    if (!file || t_inside || !host::settings_ready()) return false;
+    const host::Settings& settings = host::settings();
+    if (settings.disabled || settings.debug) return false;
+    const LiveProcess* lp = LiveProcess::existing();
+    return lp && lp->loaded_fast(file, path);
+}
+
 bool came_back(const char* file, const void* next) {
     return file && file == t_forwarded_file && next == t_forwarded_next;
 }
@@ -174,6 +185,10 @@ extern "C" {
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
     if (!next) next = ldshim::host::libc_dlopen;
     if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
+    if (const char* path = nullptr; loaded_fast(file, path)) {
+        t_error_set = false;
+        return next(path, mode);  // by its own name: the same object, one more reference
+    }
     Resolution r;
     if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
     return open_answer(next, file, mode, r);
@@ -185,6 +200,11 @@ ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* cal
     if (!next) next = ldshim::host::libc_dlopen;
     // ldshim's own forwarding coming back through the caller: not ldshim's to answer.
     if (came_back(file, reinterpret_cast<void*>(next))) return LDSHIM_ERR_UNSUPPORTED;
+    if (const char* path = nullptr; loaded_fast(file, path)) {
+        t_error_set = false;
+        *handle = next(path, mode);
+        return LDSHIM_OK;
+    }
     Resolution r;
     if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) {
         if (r.kind != Resolution::Kind::unresolved) return LDSHIM_ERR_UNSUPPORTED;  // off, or re-entered

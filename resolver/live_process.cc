@@ -30,9 +30,27 @@ struct LiveObject {
     std::optional<FactsResult> facts;                                 // read for objects the model does not know
 };
 
+// The loader words (host::loader_words) as read inside a walk, where the
+// loader's write lock is held: exactly what dl_iterate_phdr reports, if the
+// layout they were located by is right.
+struct WordsSeen {
+    unsigned long long adds = 0;
+    unsigned int nloaded = 0;
+    int write_lock = 0;
+    std::size_t nns = 0;
+    bool read = false;
+};
+
 struct Scan {
     std::vector<LiveObject> objects;
     host::LoadCounters counters;
+    WordsSeen words;
+    // The words agree with the walk: adds, the walk's length, subs (adds
+    // minus nloaded when namespace 0 is the only one), and the lock held.
+    bool words_match() const {
+        return words.read && words.adds == counters.adds && words.nloaded == objects.size() && words.write_lock != 0 &&
+               (words.nns != 1 || counters.adds - words.nloaded == counters.subs);
+    }
 };
 
 // What one walk copies per object, under the loader's lock
@@ -51,6 +69,7 @@ struct ScanRoom {
     host::Scratch<Segment> segments;
     host::ScratchText text;
     host::LoadCounters counters;
+    WordsSeen words;
 
     void reset(std::size_t n) {
         objects.reset(n);
@@ -64,10 +83,12 @@ struct ScanRoom {
 // Everything that reads an object's memory happens inside it, where the
 // loader's lock keeps another thread's dlclose from unmapping the object;
 // `known` (sorted) are the names whose facts the model has.
-Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
+Scan scan(const std::vector<std::string>& known, const host::LoaderWords& words, std::size_t& room_size) {
     ScanRoom room;
     host::walk_with_room(room, room_size, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
+        if (words && room.objects.items().empty() && !room.objects.overflowed())
+            room.words = {*words.adds, *words.nloaded, *words.write_lock, *words.nns, true};
         const char* name = info.dlpi_name ? info.dlpi_name : "";
         Visited v{room.text.put_string(name), room.segments.items().size(), 0, host::ScratchText::npos, 0};
         for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
@@ -85,6 +106,7 @@ Scan scan(const std::vector<std::string>& known, std::size_t& room_size) {
     });
     Scan s;
     s.counters = room.counters;
+    s.words = room.words;
     const auto& segments = room.segments.items();
     for (const Visited& v : room.objects.items()) {
         LiveObject lo;
@@ -106,6 +128,38 @@ std::string argv0() {
 
 // The instance once built (lib/fork_handlers.cc locks only what exists).
 std::atomic<LiveProcess*> g_existing{nullptr};
+
+// The already-loaded answers, by name: written only under the model's lock,
+// read by any thread without one (a sequence lock per slot: odd while being
+// written; a reader that saw it change simply asks the model).  The texts
+// are interned and never freed, so a reader may compare them even while the
+// slot is being rewritten.
+struct FastSlot {
+    std::atomic<unsigned> seq{0};
+    std::atomic<const char*> name{nullptr};
+    std::atomic<const char*> path{nullptr};  // nullptr: the main program
+    std::atomic<unsigned long long> adds{0};
+    std::atomic<unsigned int> nloaded{0};
+};
+constexpr std::size_t kFastSlots = 256;
+FastSlot g_fast[kFastSlots];
+constexpr std::size_t kMaxInterned = 4096;  // beyond this, no new fast answers
+
+std::size_t slot_of(const char* name) noexcept {
+    std::size_t h = 14695981039346656037ull;  // FNV-1a
+    for (; *name; ++name) h = (h ^ static_cast<unsigned char>(*name)) * 1099511628211ull;
+    return h % kFastSlots;
+}
+
+// Whether glibc answers `name` from its list of loaded objects alone: one
+// of the object's names (l_name, l_libname, its SONAME) is exactly `name`,
+// and `name` has no dynamic string token, so neither the caller nor the
+// filesystem can change the answer while nothing is loaded or unloaded.
+bool by_name_alone(const std::string& name, const Object& o) {
+    if (name.empty() || name.find('$') != std::string::npos) return false;
+    if (o.name == name || (o.facts.soname && *o.facts.soname == name)) return true;
+    return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
+}
 
 }  // namespace
 
@@ -154,22 +208,104 @@ LiveProcess::LiveProcess() {
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe);
     engine_->set_keep_going(false);
+    words_ = host::loader_words();
+}
+
+// The loader's generation from its own words, or false when it cannot be read
+// consistently now.  Why these words: glibc bumps GL(dl_load_adds) for every
+// object it adds (to any namespace) and changes _ns_nloaded for every object
+// it adds to or removes from namespace 0, both under its write lock -- an
+// exact count of what dl_iterate_phdr's dlpi_adds/dlpi_subs report, readable
+// in a few loads.  The alternatives are not exact: _r_debug's r_state is not
+// a counter (a load and an unload between two calls leave it as it was), and
+// the r_map chain's head never changes while its length or tail cannot be
+// read without the lock (a dlclose may free a link_map mid-walk) and repeat
+// after an unload followed by a load at the same address.
+// Reading adds twice around nloaded and the lock word, and accepting only an
+// unheld lock with adds unchanged, rules out a pair torn by a change in
+// progress (glibc writes both inside one hold of that lock).
+bool LiveProcess::read_generation(Generation& g) const noexcept {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        unsigned long long a1 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
+        unsigned int n = __atomic_load_n(words_.nloaded, __ATOMIC_ACQUIRE);
+        int lock = __atomic_load_n(words_.write_lock, __ATOMIC_ACQUIRE);
+        unsigned long long a2 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
+        if (lock == 0 && a1 == a2) {
+            g = {a1, n};
+            return true;
+        }
+        __builtin_ia32_pause();
+    }
+    return false;
+}
+
+bool LiveProcess::loaded_fast(const char* file, const char*& path) const noexcept {
+    if (!words_ok_.load(std::memory_order_acquire)) return false;
+    Generation now;
+    if (!read_generation(now)) return false;
+    const FastSlot& s = g_fast[slot_of(file)];
+    unsigned seq = s.seq.load(std::memory_order_acquire);
+    if (seq & 1u) return false;
+    // Acquire loads (no fences, which ThreadSanitizer cannot follow): a field
+    // from a newer write synchronises with its release store, so the
+    // sequence read after it has moved; on x86 these are plain loads.
+    const char* name = s.name.load(std::memory_order_acquire);
+    const char* p = s.path.load(std::memory_order_acquire);
+    Generation at{s.adds.load(std::memory_order_acquire), s.nloaded.load(std::memory_order_acquire)};
+    if (s.seq.load(std::memory_order_relaxed) != seq) return false;
+    if (!name || !(at == now) || std::strcmp(name, file) != 0) return false;
+    path = p;
+    return true;
+}
+
+const char* LiveProcess::intern(const std::string& s) {
+    auto it = interned_.find(s);
+    if (it != interned_.end()) return it->c_str();
+    if (interned_.size() >= kMaxInterned) return nullptr;
+    return interned_.insert(s).first->c_str();
+}
+
+// Under mu_, after sync_locked(): `name` is the loaded object `o` at synced_.
+void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
+    if (!words_ok_.load(std::memory_order_relaxed)) return;
+    const bool main = o.kind == Object::Kind::main;
+    const char* path = main ? nullptr : intern(o.name);
+    const char* n = intern(name);
+    if (!n || (!main && !path)) return;
+    FastSlot& s = g_fast[slot_of(n)];
+    unsigned seq = s.seq.load(std::memory_order_relaxed);
+    s.seq.store(seq + 1, std::memory_order_relaxed);  // ordered before the fields by their release
+    s.name.store(n, std::memory_order_release);
+    s.path.store(path, std::memory_order_release);
+    s.adds.store(synced_.adds, std::memory_order_release);
+    s.nloaded.store(synced_.nloaded, std::memory_order_release);
+    s.seq.store(seq + 2, std::memory_order_release);
 }
 
 // Bring the model in line with the loaded objects.
 void LiveProcess::sync_locked() {
     if (!dirty_) {
-        auto [adds, subs] = host::load_counters();
-        if (adds == adds_ && subs == subs_) return;
+        Generation now;
+        if (words_ok_.load(std::memory_order_relaxed) && read_generation(now)) {
+            if (now == synced_) return;
+        } else {
+            auto [adds, subs] = host::load_counters();
+            if (adds == adds_ && subs == subs_) return;
+        }
     }
     std::vector<std::string> known;
     for (const auto& o : engine_->objects())
         if (!o.removed && o.ns == 0) known.push_back(o.name);
     std::sort(known.begin(), known.end());
-    Scan s = scan(known, scan_room_);
+    Scan s = scan(known, words_, scan_room_);
     adds_ = s.counters.adds;
     subs_ = s.counters.subs;
     dirty_ = false;
+    // The fast path's words are checked against every walk; one contradiction
+    // turns it off for good.
+    if (words_ && !s.words_match()) words_bad_ = true;
+    words_ok_.store(words_ && !words_bad_, std::memory_order_release);
+    synced_ = {s.words.adds, s.words.nloaded};
     std::unordered_set<std::string> live;
     for (const auto& lo : s.objects)
         if (!lo.name.empty()) live.insert(lo.name);
@@ -280,6 +416,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const Object& o = engine_->objects()[static_cast<std::size_t>(m.object)];
     r.kind = m.is_new ? Resolution::Kind::found : Resolution::Kind::loaded;
     r.path = o.kind == Object::Kind::main ? std::string() : o.name;
+    if (!m.is_new && !dirty_ && file && by_name_alone(*req.name, o)) remember_loaded(*req.name, o);
     if (details) r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
     return r;
 }

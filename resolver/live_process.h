@@ -7,13 +7,16 @@
 // what glibc records for anything dlopen'ed.
 #pragma once
 
+#include "host/libc.h"
 #include "host/real_fs.h"
 #include "loader/engine.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 namespace ldshim::resolver {
 
@@ -46,6 +49,14 @@ public:
     Resolution resolve(const void* caller, const char* file, bool noload, bool details = false,
                        bool new_namespace = false);
 
+    // The already-loaded fast path: takes no lock, walks nothing, allocates
+    // nothing.  True when `file` was answered "already loaded" (by one of
+    // the object's names, so neither the caller nor the filesystem matter)
+    // and the loader has added and removed nothing since; `path` is then
+    // the object's l_name, nullptr for the main program (immortal text).
+    // False: ask resolve().
+    bool loaded_fast(const char* file, const char*& path) const noexcept;
+
     // Tell the model that a dlopen through ldshim loaded or failed, so the
     // next call sees the new objects (also caught by the counters).
     void note_changed();
@@ -57,8 +68,20 @@ public:
     void fork_release() { mu_.unlock(); }
 
 private:
+    // The loader's state: objects ever added, and those now in namespace 0.
+    // Equal generations mean nothing was loaded or unloaded in between
+    // (adds only grows; with adds unchanged, nloaded only falls).
+    struct Generation {
+        unsigned long long adds = 0;
+        unsigned int nloaded = 0;
+        bool operator==(const Generation&) const = default;
+    };
+
     LiveProcess();
     void sync_locked();
+    bool read_generation(Generation& g) const noexcept;
+    void remember_loaded(const std::string& name, const loader::Object& o);
+    const char* intern(const std::string& s);
     int object_at(std::uintptr_t addr);
 
     struct Range {
@@ -74,6 +97,13 @@ private:
     unsigned long long adds_ = 0, subs_ = 0;
     std::size_t scan_room_ = 64;  // objects the last walk needed room for
     bool dirty_ = true;
+    // The fast path's signal (host::loader_words), trusted only once a walk
+    // confirmed it and never again after a walk contradicted it.
+    host::LoaderWords words_;
+    std::atomic<bool> words_ok_{false};
+    bool words_bad_ = false;
+    Generation synced_;                         // what the model was last reconciled with
+    std::unordered_set<std::string> interned_;  // names and paths the fast path points to; never shrinks
 };
 
 }  // namespace ldshim::resolver

@@ -80,3 +80,51 @@ TEST(ResolverConcurrency, eight_threads_dlopen_dlclose_while_another_resolves) {
     EXPECT_EQ(opened.load(), 8000);
     EXPECT_GT(resolved.load(), 0);
 }
+
+namespace {
+
+const char* l_name_of(void* h) { return h ? static_cast<const link_map*>(h)->l_name : ""; }
+
+}  // namespace
+
+// The already-loaded fast path answers without a lock or a walk, so it must
+// notice what ldshim never saw: here glibc's own dlclose unloads the object
+// it remembered and glibc's own dlopen loads another file with the same
+// SONAME -- the count of loaded objects is what it was before (an unload
+// and a load), only glibc's add counter moved.  A stale answer would reopen
+// the first file; glibc (and ldshim) must give the second.
+TEST(ResolverFastPath, a_load_and_an_unload_behind_ldshims_back_are_noticed) {
+    char tmpl[] = "/tmp/ldshim-fast-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string d = tmpl;
+    std::ofstream(d + "/lib.c") << "int fixture_id(void) { return 1; }\n";
+    std::string cmd = "mkdir -p " + d + "/one " + d + "/two";
+    for (const char* sub : {"one", "two"})
+        cmd += " && cc -shared -fPIC -Wl,-soname,libswap.so.1 -o " + d + "/" + sub + "/libswap.so " + d + "/lib.c";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const void* caller = reinterpret_cast<const void*>(&l_name_of);
+    std::string one = d + "/one/libswap.so", two = d + "/two/libswap.so";
+
+    void* h1 = dlopen(one.c_str(), RTLD_NOW);  // behind ldshim's back
+    ASSERT_NE(h1, nullptr) << dlerror();
+    for (int i = 0; i < 3; ++i) {  // the first asks the model; the others take the fast path
+        void* h = ldshim_dlopen_from(caller, "libswap.so.1", RTLD_NOW);
+        EXPECT_EQ(h, h1) << l_name_of(h);
+        if (h) dlclose(h);
+    }
+    ASSERT_EQ(dlclose(h1), 0);
+    void* h2 = dlopen(two.c_str(), RTLD_NOW);  // again behind ldshim's back
+    ASSERT_NE(h2, nullptr) << dlerror();
+    ASSERT_EQ(dlopen(one.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr) << "the first file is unloaded";
+    for (int i = 0; i < 3; ++i) {
+        void* h = ldshim_dlopen_from(caller, "libswap.so.1", RTLD_NOW);
+        EXPECT_EQ(h, h2) << "got " << l_name_of(h) << ", glibc gives " << two;
+        if (h) dlclose(h);
+    }
+    // An unload alone: the name is no longer loaded, so it is searched for
+    // (and not found: neither directory is on any search path).
+    ASSERT_EQ(dlclose(h2), 0);
+    EXPECT_EQ(ldshim_dlopen_from(caller, "libswap.so.1", RTLD_NOW), nullptr);
+    EXPECT_EQ(dlopen(two.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
+    std::system(("rm -rf " + d).c_str());
+}
