@@ -4,7 +4,8 @@
 # files.  Any crash, leak, sanitizer report or timeout fails the run; the
 # input is kept under build-fuzz/crashes/ for a regression test.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
-# Targets: elf_reader ld_cache tokens ld_debug_log
+# Targets: elf_reader ld_cache tokens ld_debug_log (the log, the environment
+# records, ld.so --help and the loader probe)
 set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -14,7 +15,7 @@ command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get insta
 out=build-fuzz
 mkdir -p "$out/crashes"
 
-sources="loader/fs.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc"
+sources="loader/fs.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc loader/loader_config.cc loader/loader_probe.cc"
 flags="-std=c++20 -g -O1 -D_GNU_SOURCE -Iinclude -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 
 seed() { # TARGET DIR

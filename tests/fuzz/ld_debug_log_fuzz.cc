@@ -1,5 +1,8 @@
-// libFuzzer target: the parsers of what ldsearch --diff/--replay read: the
-// LD_DEBUG log, and the environment records of its audit module.
+// libFuzzer target: the parsers of the loader's own words: the LD_DEBUG log
+// of ldsearch --diff/--replay and the environment records of its audit
+// module, and what a loader says of itself (ld.so --help and the probe
+// search, loader/loader_probe.cc).
+#include "loader/loader_config.h"
 #include "tools/ldsearch/env_record.h"
 #include "tools/ldsearch/ld_debug_log.h"
 
@@ -12,6 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto envs = ldsearch::parse_env_records(text);
     for (const auto& env : envs.execs)
         if (ldsearch::loader_env_value(env, "LD_LIBRARY_PATH").value_or("").size() > size) return 1;
+    std::string why;
+    if (auto cfg = ldshim::loader::config_from_answers(std::nullopt, text, &why))
+        if (cfg->subdirs.empty() || !cfg->subdirs.back().empty()) return 1;  // the directory itself comes last
+    if (auto cfg = ldshim::loader::parse_ld_so_help(text, &why))
+        if (cfg->system_dirs.empty()) return 1;
     auto r = ldsearch::parse_ld_debug_log(text);
     if (r.process) {
         std::size_t n = 0;
