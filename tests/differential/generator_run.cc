@@ -25,6 +25,13 @@
 namespace ldshim::difftest::gen {
 namespace {
 
+// s += " " + word, piecewise: that one expression trips GCC 12's -Wrestrict
+// false positive at -O3 (the release build).
+void add_word(std::string& s, const std::string& word) {
+    s += ' ';
+    s += word;
+}
+
 std::string join(const std::vector<std::string>& v, char sep) {
     std::string s;
     for (std::size_t i = 0; i < v.size(); ++i) s.append(i ? std::string(1, sep) : "").append(v[i]);
@@ -59,7 +66,7 @@ bool is_search_line(const std::string& l) {
 std::string cpu_env() {
     std::string s;
     for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"})
-        if (const char* x = getenv(v)) s += " " + quote(std::string(v) + "=" + x);
+        if (const char* x = getenv(v)) add_word(s, quote(std::string(v) + "=" + x));
     return s;
 }
 
@@ -136,7 +143,7 @@ std::string Workshop::stub(const std::string& soname) const {
 // and the private cache (ldconfig).
 std::string Workshop::build_script(const GenTree& t, const std::string& root) const {
     std::string s = "set -e; cd " + quote(root) + "; mkdir -p .out";
-    for (const auto& d : t.dirs) s += " " + quote(d);
+    for (const auto& d : t.dirs) add_word(s, quote(d));
     for (const auto& f : t.files) s += "; echo not-a-directory > " + quote(f);
     // `pre` "-Wl," for cc ("-Wl,-rpath,DIR"), "" for ld ("-rpath DIR").
     auto paths = [&](const PathList& rp, const PathList& rn, const std::string& pre) {
@@ -158,18 +165,18 @@ std::string Workshop::build_script(const GenTree& t, const std::string& root) co
         if (l.nodeflib) s += " -z nodefaultlib";
         if (!l.soname.empty()) s += " -soname " + quote(l.soname);
         s += paths(l.rpath, l.runpath, "");
-        for (const auto& n : l.needed) s += " " + quote(stub(n));
+        for (const auto& n : l.needed) add_word(s, quote(stub(n)));
     }
     if (auto d = dirname_of(t.exe); !d.empty()) s += "; mkdir -p " + quote(d);
     s += "; cc -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
-    for (const auto& n : t.exe_needed) s += " " + quote(stub(n));
+    for (const auto& n : t.exe_needed) add_word(s, quote(stub(n)));
     s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
     if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";
     // Before glibc 2.34 the driver's dlopen and dlinfo live in libdl.
     if (::strverscmp(gnu_get_libc_version(), "2.34") < 0) s += " -ldl";
     if (!t.cache_dirs.empty()) {
         s += "; printf '%s\\n'";
-        for (const auto& d : t.cache_dirs) s += " " + quote(root + "/" + d);
+        for (const auto& d : t.cache_dirs) add_word(s, quote(root + "/" + d));
         s += " > ld.so.conf; /sbin/ldconfig -X -C ld.so.cache -f ld.so.conf 2>/dev/null";
     }
     return s;
@@ -183,11 +190,11 @@ int run_program(const GenTree& t, const std::string& root, const std::string& na
                 bool debug, bool resolver) {
     std::string out = root + "/.out/" + name;
     std::string cmd = "cd " + quote(root) + " && " + cache_prefix(t, root) + " env -i PATH=/usr/bin:/bin" + cpu_env();
-    for (const auto& [k, v] : tree_env(t, root)) cmd += " " + quote(k + "=" + v);
+    for (const auto& [k, v] : tree_env(t, root)) add_word(cmd, quote(k + "=" + v));
     if (resolver) cmd += " LDSHIM_LIB=" + quote(LDSHIM_LIB_PATH);
     if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(out + ".dbg");
-    cmd += " " + quote(prog_arg(t));
-    for (const auto& o : ops) cmd += " " + quote(o);
+    add_word(cmd, quote(prog_arg(t)));
+    for (const auto& o : ops) add_word(cmd, quote(o));
     cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
     return sh(cmd);
 }

@@ -135,7 +135,12 @@ std::string minimised(const Workshop& w, std::vector<std::uint64_t> seeds, Check
 std::string seed_list(std::vector<std::uint64_t> seeds) {
     std::sort(seeds.begin(), seeds.end());
     std::string s;
-    for (auto x : seeds) s += " " + std::to_string(x);
+    // Appended piecewise: `" " + std::to_string(x)` at -O3 trips GCC 12's
+    // -Wrestrict false positive.
+    for (auto x : seeds) {
+        s += ' ';
+        s += std::to_string(x);
+    }
     return s;
 }
 
