@@ -750,7 +750,7 @@ void Engine::forget(int idx) {
         objects_[static_cast<std::size_t>(idx)].removed = true;
 }
 
-bool Engine::compact() {
+bool Engine::compact(std::vector<int>* remap_out) {
     std::size_t removed = 0;
     for (const auto& o : objects_) removed += o.removed;
     if (removed == 0 || removed * 2 < objects_.size()) return false;
@@ -772,6 +772,7 @@ bool Engine::compact() {
     rtld_ = fix(rtld_);
     for (int& p : preloads_) p = fix(p);
     std::erase(preloads_, -1);
+    if (remap_out) *remap_out = std::move(remap);
     by_name_.clear();
     by_soname_.clear();
     for (std::size_t i = 0; i < objects_.size(); ++i) {

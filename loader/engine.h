@@ -132,8 +132,9 @@ public:
     void forget(int idx);
     // Drop forgotten and rolled-back objects, renumbering the rest, once they
     // outnumber the live ones (a process that dlopens and dlcloses in a loop
-    // must not grow the model).  Returns true if indices changed.
-    bool compact();
+    // must not grow the model).  Returns true if indices changed; `remap`
+    // (if given) then maps each old index to its new one, -1 for dropped.
+    bool compact(std::vector<int>* remap = nullptr);
     // Startup under LD_TRACE_LOADED_OBJECTS continues past missing libraries;
     // a live process that got this far has none, and its dlopens fail normally.
     void set_keep_going(bool on) { opts_.keep_going = on; }

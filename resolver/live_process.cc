@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,12 +25,6 @@ namespace ldshim::resolver {
 
 using namespace ldshim::loader;  // NOLINT(google-build-using-namespace): the model is the engine's
 namespace {
-
-struct LiveObject {
-    std::string name;
-    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segments;  // PT_LOAD, [lo, hi)
-    std::optional<FactsResult> facts;                                 // read for objects the model does not know
-};
 
 // The loader words (host::loader_words) as read inside a walk, where the
 // loader's write lock is held: exactly what dl_iterate_phdr reports, if the
@@ -41,22 +37,13 @@ struct WordsSeen {
     bool read = false;
 };
 
-struct Scan {
-    std::vector<LiveObject> objects;
-    host::LoadCounters counters;
-    WordsSeen words;
-    // The words agree with the walk: adds, the walk's length, subs (adds
-    // minus nloaded when namespace 0 is the only one), and the lock held.
-    bool words_match() const {
-        return words.read && words.adds == counters.adds && words.nloaded == objects.size() && words.write_lock != 0 &&
-               (words.nns != 1 || counters.adds - words.nloaded == counters.subs);
-    }
-};
-
-// What one walk copies per object, under the loader's lock
-// (resolver/loaded_objects.h): its name, its PT_LOAD segments, and for an
-// object the model does not know, the raw facts (copy_loaded_facts).
+// What one walk copies per object it could not match to a known one, under
+// the loader's lock (host/loaded_objects.h): its name, its PT_LOAD segments,
+// and for an object the model does not know, the raw facts
+// (copy_loaded_facts).  A matched object costs one Step and nothing else.
 struct Visited {
+    std::uintptr_t addr;
+    const void* phdr;
     std::size_t name;  // offset in the text
     std::size_t first_segment, segments;
     std::size_t facts, facts_size;  // in the text; npos: not copied
@@ -64,60 +51,31 @@ struct Visited {
 struct Segment {
     std::uintptr_t lo, hi;
 };
+struct Step {
+    void* known;          // the matched LiveProcess::Known (private there), or nullptr
+    std::size_t visited;  // else: the index in ScanRoom::objects
+};
 struct ScanRoom {
+    host::Scratch<Step> steps;
     host::Scratch<Visited> objects;
     host::Scratch<Segment> segments;
     host::ScratchText text;
     host::LoadCounters counters;
     WordsSeen words;
+    std::size_t cursor = 0;  // where in the last walk's order the next object is expected
 
     void reset(std::size_t n) {
+        steps.reset(n);
         objects.reset(n);
         segments.reset(4 * n);
         text.reset(256 * n);
+        cursor = 0;
+        words = {};
     }
-    bool overflowed() const { return objects.overflowed() || segments.overflowed() || text.overflowed(); }
+    bool overflowed() const {
+        return steps.overflowed() || objects.overflowed() || segments.overflowed() || text.overflowed();
+    }
 };
-
-// One walk of dl_iterate_phdr (namespace 0, the one the model covers).
-// Everything that reads an object's memory happens inside it, where the
-// loader's lock keeps another thread's dlclose from unmapping the object;
-// `known` (sorted) are the names whose facts the model has.
-Scan scan(const std::vector<std::string>& known, const host::LoaderWords& words, std::size_t& room_size) {
-    ScanRoom room;
-    host::walk_with_room(room, room_size, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
-        room.counters = now;
-        if (words && room.objects.items().empty() && !room.objects.overflowed())
-            room.words = {*words.adds, *words.nloaded, *words.write_lock, *words.nns, true};
-        const char* name = info.dlpi_name ? info.dlpi_name : "";
-        Visited v{room.text.put_string(name), room.segments.items().size(), 0, host::ScratchText::npos, 0};
-        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
-            const ElfW(Phdr)& ph = info.dlpi_phdr[i];
-            if (ph.p_type == PT_LOAD &&
-                room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
-                ++v.segments;
-        }
-        if (*name && !std::binary_search(known.begin(), known.end(), std::string_view(name), std::less<>())) {
-            v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
-            v.facts = room.text.commit(v.facts_size);
-        }
-        room.objects.push(v);
-        return true;
-    });
-    Scan s;
-    s.counters = room.counters;
-    s.words = room.words;
-    const auto& segments = room.segments.items();
-    for (const Visited& v : room.objects.items()) {
-        LiveObject lo;
-        lo.name = room.text.at(v.name);
-        for (std::size_t k = v.first_segment; k < v.first_segment + v.segments; ++k)
-            lo.segments.emplace_back(segments[k].lo, segments[k].hi);
-        if (v.facts != host::ScratchText::npos) lo.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
-        s.objects.push_back(std::move(lo));
-    }
-    return s;
-}
 
 std::string argv0() {
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -162,6 +120,27 @@ bool by_name_alone(const std::string& name, const Object& o) {
 }
 
 }  // namespace
+
+// An object the last walk could not match, decoded after the walk.
+struct LiveProcess::Fresh {
+    Key key;
+    std::string name;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segments;  // PT_LOAD, [lo, hi)
+    std::optional<FactsResult> facts;                                 // read for objects the model does not know
+};
+
+struct LiveProcess::Scan {
+    std::vector<Step> steps;  // every object, in walk order
+    std::vector<Fresh> fresh;
+    host::LoadCounters counters;
+    WordsSeen words;
+    // The words agree with the walk: adds, the walk's length, subs (adds
+    // minus nloaded when namespace 0 is the only one), and the lock held.
+    bool words_match() const {
+        return words.read && words.adds == counters.adds && words.nloaded == steps.size() && words.write_lock != 0 &&
+               (words.nns != 1 || counters.adds - words.nloaded == counters.subs);
+    }
+};
 
 LiveProcess& LiveProcess::instance() {
     // Never destroyed: dlopen may be called from other threads during exit.
@@ -208,6 +187,7 @@ LiveProcess::LiveProcess() {
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe);
     engine_->set_keep_going(false);
+    note_added(0);
     words_ = host::loader_words();
 }
 
@@ -282,22 +262,96 @@ void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
     s.seq.store(seq + 2, std::memory_order_release);
 }
 
-// Bring the model in line with the loaded objects.
-void LiveProcess::sync_locked() {
-    if (!dirty_) {
-        Generation now;
-        if (words_ok_.load(std::memory_order_relaxed) && read_generation(now)) {
-            if (now == synced_) return;
-        } else {
-            auto [adds, subs] = host::load_counters();
-            if (adds == adds_ && subs == subs_) return;
-        }
+// Whether the loader added or removed nothing since the model was last
+// reconciled (and the model itself added nothing since).
+bool LiveProcess::unchanged_locked() {
+    if (dirty_) return false;
+    Generation now;
+    if (words_ok_.load(std::memory_order_relaxed) && read_generation(now)) return now == synced_;
+    auto [adds, subs] = host::load_counters();
+    return adds == adds_ && subs == subs_;
+}
+
+// The known object at this place with this name, if any: first where the
+// last walk's order expects it (survivors keep their order and new objects
+// are appended, so this is nearly always the one), else by its key.  Runs
+// inside the walk: no allocation, no call that may be wrapped.
+LiveProcess::Known* LiveProcess::match(std::uintptr_t addr, const void* phdr, const char* name,
+                                       std::size_t cursor) noexcept {
+    const Key key{addr, phdr};
+    Known* k = nullptr;
+    if (cursor < order_.size() && order_[cursor]->key == key) {
+        k = order_[cursor];
+    } else if (auto it = known_.find(key); it != known_.end()) {
+        k = &it->second;
     }
-    std::vector<std::string> known;
-    for (const auto& o : engine_->objects())
-        if (!o.removed && o.ns == 0) known.push_back(o.name);
-    std::sort(known.begin(), known.end());
-    Scan s = scan(known, words_, scan_room_);
+    return k && std::strcmp(k->name.c_str(), name) == 0 ? k : nullptr;
+}
+
+// One walk of dl_iterate_phdr (namespace 0, the one the model covers).  An
+// object already known is matched in place; only the others are copied, and
+// everything that reads their memory happens inside the walk, where the
+// loader's lock keeps another thread's dlclose from unmapping them.
+LiveProcess::Scan LiveProcess::scan_locked() {
+    // Names whose facts the model has (pending_): views into the engine's
+    // objects, which do not move before the walk ends.
+    std::vector<std::string_view> modelled;
+    modelled.reserve(pending_.size());
+    for (int i : pending_) modelled.emplace_back(engine_->objects()[static_cast<std::size_t>(i)].name);
+    std::sort(modelled.begin(), modelled.end());
+    ScanRoom room;
+    host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
+        room.counters = now;
+        if (words_ && room.steps.items().empty() && !room.steps.overflowed())
+            room.words = {*words_.adds, *words_.nloaded, *words_.write_lock, *words_.nns, true};
+        const char* name = info.dlpi_name ? info.dlpi_name : "";
+        if (Known* k = match(info.dlpi_addr, info.dlpi_phdr, name, room.cursor)) {
+            room.cursor = k->pos + 1;
+            room.steps.push({k, 0});
+            return true;
+        }
+        Visited v{info.dlpi_addr,
+                  info.dlpi_phdr,
+                  room.text.put_string(name),
+                  room.segments.items().size(),
+                  0,
+                  host::ScratchText::npos,
+                  0};
+        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+            if (ph.p_type == PT_LOAD &&
+                room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
+                ++v.segments;
+        }
+        if (*name && !std::binary_search(modelled.begin(), modelled.end(), std::string_view(name))) {
+            v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
+            v.facts = room.text.commit(v.facts_size);
+        }
+        room.steps.push({nullptr, room.objects.items().size()});
+        room.objects.push(v);
+        return true;
+    });
+    Scan s;
+    s.counters = room.counters;
+    s.words = room.words;
+    s.steps = room.steps.items();
+    const auto& segments = room.segments.items();
+    for (const Visited& v : room.objects.items()) {
+        Fresh f{{v.addr, v.phdr}, room.text.at(v.name), {}, std::nullopt};
+        for (std::size_t k = v.first_segment; k < v.first_segment + v.segments; ++k)
+            f.segments.emplace_back(segments[k].lo, segments[k].hi);
+        if (v.facts != host::ScratchText::npos) f.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
+        s.fresh.push_back(std::move(f));
+    }
+    return s;
+}
+
+// Bring the model in line with the loaded objects: forget what went, adopt
+// what came, and patch the address ranges -- work in proportion to what
+// changed, plus one walk that matches each survivor without copying it.
+void LiveProcess::sync_locked() {
+    if (unchanged_locked()) return;
+    Scan s = scan_locked();
     adds_ = s.counters.adds;
     subs_ = s.counters.subs;
     dirty_ = false;
@@ -306,60 +360,108 @@ void LiveProcess::sync_locked() {
     if (words_ && !s.words_match()) words_bad_ = true;
     words_ok_.store(words_ && !words_bad_, std::memory_order_release);
     synced_ = {s.words.adds, s.words.nloaded};
-    std::unordered_set<std::string> live;
-    for (const auto& lo : s.objects)
-        if (!lo.name.empty()) live.insert(lo.name);
-    const auto& objs = engine_->objects();
-    std::unordered_set<std::string> modelled;
-    for (std::size_t i = 0; i < objs.size(); ++i) {
-        const Object& o = objs[i];
-        if (o.removed || o.ns != 0 || o.kind == Object::Kind::main) continue;
-        if (!live.count(o.name)) {
-            engine_->forget(static_cast<int>(i));
-            continue;
+    apply_scan(s);
+}
+
+void LiveProcess::apply_scan(Scan& s) {
+    const unsigned long long walk = ++walks_;
+    for (const Step& st : s.steps)
+        if (st.known) static_cast<Known*>(st.known)->seen = walk;
+    for (Known* k : order_) {
+        if (k->seen == walk) continue;
+        drop_known(*k);
+        known_.erase(k->key);
+    }
+    // What the engine added itself is matched by name (l_name), as glibc
+    // would have named it; what no walk shows was never loaded or went again.
+    std::unordered_map<std::string, int> pending;
+    for (int i : pending_) pending.emplace(engine_->objects()[static_cast<std::size_t>(i)].name, i);
+    pending_.clear();
+    std::vector<Known*> order;
+    order.reserve(s.steps.size());
+    for (const Step& st : s.steps) {
+        Known* k = st.known ? static_cast<Known*>(st.known) : add_known(s.fresh[st.visited], pending);
+        if (!k) continue;
+        k->pos = order.size();
+        order.push_back(k);
+    }
+    for (const auto& [name, i] : pending) engine_->forget(i);
+    order_ = std::move(order);
+    std::vector<int> remap;
+    if (engine_->compact(&remap)) renumber(remap);
+}
+
+// A walked object the model did not know by place: the one the engine
+// added under that name, else adopted.  nullptr only if two objects of one
+// walk shared a place, which mapped objects cannot.
+LiveProcess::Known* LiveProcess::add_known(Fresh& f, std::unordered_map<std::string, int>& pending) {
+    auto [it, added] = known_.try_emplace(f.key);
+    if (!added) return nullptr;
+    Known& k = it->second;
+    k.key = f.key;
+    k.name = f.name;
+    k.object = engine_->main_object();  // an unnamed object is the main program, as dladdr reports
+    if (!f.name.empty()) {
+        if (auto p = pending.find(f.name); p != pending.end()) {
+            k.object = p->second;
+            pending.erase(p);
+        } else {
+            k.object = adopt_fresh(f);
         }
-        modelled.insert(o.name);
     }
-    engine_->compact();
-    for (const auto& lo : s.objects) {
-        if (lo.name.empty() || modelled.count(lo.name)) continue;
-        Object o;
-        o.kind = Object::Kind::library;
-        o.name = lo.name;
-        o.names = {lo.name};
-        if (lo.facts && lo.facts->ok) o.facts = lo.facts->facts;
-        struct stat st {};
-        if (::stat(lo.name.c_str(), &st) == 0)
-            o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-        o.dlopened = true;
-        o.loader = -1;
-        engine_->adopt(std::move(o));
+    for (const auto& [lo, hi] : f.segments) {
+        ranges_.insert_or_assign(lo, Range{hi, k.object});
+        k.segments.push_back(lo);
     }
-    // Address ranges of every live object, for finding the caller.
-    std::unordered_map<std::string, int> index;
-    for (std::size_t i = 0; i < objs.size(); ++i)
-        if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main)
-            index.emplace(objs[i].name, static_cast<int>(i));
-    ranges_.clear();
-    for (const auto& lo : s.objects) {
-        int idx = 0;  // the main program
-        if (!lo.name.empty()) {
-            auto it = index.find(lo.name);
-            if (it == index.end()) continue;
-            idx = it->second;
-        }
-        for (const auto& [a, b] : lo.segments) ranges_.push_back({a, b, idx});
-    }
-    std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    return &k;
+}
+
+// Objects that appeared without ldshim: no loader, as glibc records for
+// anything dlopen'ed.
+int LiveProcess::adopt_fresh(Fresh& f) {
+    Object o;
+    o.kind = Object::Kind::library;
+    o.name = f.name;
+    o.names = {f.name};
+    if (f.facts && f.facts->ok) o.facts = std::move(f.facts->facts);
+    struct stat st {};
+    if (::stat(f.name.c_str(), &st) == 0)
+        o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    o.dlopened = true;
+    o.loader = -1;
+    return engine_->adopt(std::move(o));
+}
+
+// An object that went: out of the model and out of the address ranges.
+void LiveProcess::drop_known(const Known& k) {
+    for (std::uintptr_t lo : k.segments)
+        if (auto it = ranges_.find(lo); it != ranges_.end() && it->second.object == k.object) ranges_.erase(it);
+    if (k.object != engine_->main_object()) engine_->forget(k.object);
+}
+
+void LiveProcess::renumber(const std::vector<int>& remap) {
+    auto fix = [&](int i) { return i < 0 ? -1 : remap[static_cast<std::size_t>(i)]; };
+    for (auto& [key, k] : known_) k.object = fix(k.object);
+    for (auto& [lo, r] : ranges_) r.object = fix(r.object);
+    for (int& p : pending_) p = fix(p);
+    std::erase(pending_, -1);
 }
 
 // The model object whose mapped segments contain addr; the main program when
 // none does (as glibc treats a return address in JIT code).
 int LiveProcess::object_at(std::uintptr_t addr) {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
-                               [](std::uintptr_t a, const Range& r) { return a < r.lo; });
-    if (it != ranges_.begin() && addr < std::prev(it)->hi) return std::prev(it)->object;
-    return 0;  // the main program is object 0
+    auto it = ranges_.upper_bound(addr);
+    if (it != ranges_.begin() && addr < std::prev(it)->second.hi) return std::prev(it)->second.object;
+    return engine_->main_object();
+}
+
+// The engine's objects from index `from` on that are live in namespace 0:
+// the next walk matches them by name (or forgets them).
+void LiveProcess::note_added(std::size_t from) {
+    const auto& objs = engine_->objects();
+    for (std::size_t i = from; i < objs.size(); ++i)
+        if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main)
+            pending_.push_back(static_cast<int>(i));
 }
 
 void LiveProcess::note_changed() {
@@ -385,7 +487,9 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     if (file) req.name = std::string(file);
     req.noload = noload;
     if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
+    const std::size_t before = engine_->objects().size();
     MapOutcome m = engine_->dlopen(req);
+    note_added(before);
     if (new_namespace) {
         Resolution out;
         if (m.error) {

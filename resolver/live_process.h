@@ -13,10 +13,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 namespace ldshim::resolver {
 
@@ -79,16 +83,48 @@ private:
 
     LiveProcess();
     void sync_locked();
+    bool unchanged_locked();
     bool read_generation(Generation& g) const noexcept;
     void remember_loaded(const std::string& name, const loader::Object& o);
     const char* intern(const std::string& s);
     int object_at(std::uintptr_t addr);
 
     struct Range {
-        std::uintptr_t lo, hi;  // a PT_LOAD segment, [lo, hi)
-        int object;             // its model index
+        std::uintptr_t hi;  // a PT_LOAD segment [lo, hi); lo is its key in ranges_
+        int object;         // its model index
     };
-    std::vector<Range> ranges_;  // rebuilt at each sync, sorted by lo
+    // An object as the walks saw it, keyed by where it is mapped (base and
+    // program headers) and its name: an object still there at the next walk
+    // is matched without copying or decoding anything (docs/performance.md,
+    // "incremental reconciliation").
+    using Key = std::pair<std::uintptr_t, const void*>;  // dlpi_addr, dlpi_phdr
+    struct Known {
+        Key key;
+        std::string name;
+        int object = 0;                        // model index (the main program's for an unnamed one)
+        std::vector<std::uintptr_t> segments;  // its keys in ranges_
+        std::size_t pos = 0;                   // in order_
+        unsigned long long seen = 0;           // the last walk that saw it
+    };
+    struct Fresh;
+    struct Scan;
+    Scan scan_locked();
+    Known* match(std::uintptr_t addr, const void* phdr, const char* name, std::size_t cursor) noexcept;
+    void apply_scan(Scan& s);
+    Known* add_known(Fresh& f, std::unordered_map<std::string, int>& pending);
+    int adopt_fresh(Fresh& f);
+    void drop_known(const Known& k);
+    void renumber(const std::vector<int>& remap);
+    void note_added(std::size_t from);
+
+    std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
+    std::map<Key, Known> known_;
+    std::vector<Known*> order_;  // known_ in the last walk's order (new objects come last)
+    // Model objects the engine added (startup, or a dlopen it answered
+    // "found") that no walk has shown yet: the next walk matches them by
+    // name, or they are forgotten (the real dlopen failed, or they went).
+    std::vector<int> pending_;
+    unsigned long long walks_ = 0;
     std::mutex mu_;
     host::RealFs fs_;
     LdCache cache_;
