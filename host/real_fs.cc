@@ -3,6 +3,7 @@
 #include "loader/path_pool.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,7 +45,10 @@ public:
         head_ = head_buf_;
         if (!regular_) size_ = len;
     }
-    ~FdImage() override { ::close(fd_); }
+    ~FdImage() override {
+        if (map_) ::munmap(map_, map_size_);
+        ::close(fd_);
+    }
     FdImage(const FdImage&) = delete;
     FdImage& operator=(const FdImage&) = delete;
 
@@ -69,6 +73,19 @@ public:
 
     std::span<const std::byte> bytes() const override {
         if (!regular_) return head_;
+        if (!all_read_ && size_ >= kMapFrom) {
+            // A large whole-file read (ld.so.cache, 40-100 KiB) is mapped, as
+            // the loader maps it: a lookup touches a few pages, where a read
+            // would zero and copy every one (about 20 us of 45 KiB).
+            void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+            if (p != MAP_FAILED) {
+                all_read_ = true;
+                map_ = p;
+                map_size_ = size_;
+                return {static_cast<const std::byte*>(p), map_size_};
+            }
+        }
+        if (map_) return {static_cast<const std::byte*>(map_), map_size_};
         if (!all_read_) {
             all_read_ = true;
             all_.resize(size_);
@@ -88,7 +105,10 @@ private:
     int fd_;
     bool regular_;
     std::vector<std::byte> head_buf_;
+    static constexpr std::uint64_t kMapFrom = 16 * 1024;
     mutable bool all_read_ = false;
+    mutable void* map_ = nullptr;
+    mutable std::size_t map_size_ = 0;
     mutable std::vector<std::byte> all_;
 };
 
