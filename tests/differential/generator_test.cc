@@ -7,7 +7,7 @@
 //   LDSHIM_GEN_RESOLVER=0   skip the runtime resolver's run (=report: print its
 //                           differences without failing)
 //   LDSHIM_GEN_SHRINK=K     shrink and print at most K differing trees (default 3)
-//   LDSHIM_GEN_VERBOSE=1    a line for every seed
+//   LDSHIM_GEN_VERBOSE=1    a line for every seed (2: and each differing tree, unshrunk)
 // The last line is the summary: "N trees: K differ".
 #include "generator.h"
 
@@ -20,10 +20,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
-#include <set>
-#include <sstream>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -67,32 +64,34 @@ struct Tally {
 // (docs/fidelity.md): ldshim opens what it found by path, so a library
 // without a SONAME is not known by the name it was asked for, and a later
 // DT_NEEDED of that name (in its own closure or in a later dlopen's) is
-// searched for again where glibc would match it.  True when the first line
-// the resolver got wrong is such a failure (what follows in the same run may
-// be its consequence).
-bool known_resolver_limit(const GenTree& t, const Verdict& v) {
-    std::set<std::string> unnamed;
-    for (const auto& l : t.libs)
-        if (l.soname.empty() && l.symlink_to.empty()) unnamed.insert(l.file.substr(l.file.rfind('/') + 1));
-    std::istringstream in(v.resolver);
-    for (std::string line; std::getline(in, line);) {
-        if (!line.starts_with("+") || line.starts_with("+++")) continue;
-        constexpr std::string_view kError = "+ERROR ", kTail = ": cannot open shared object file";
-        auto tail = line.find(kTail);
-        return line.starts_with(kError) && tail != std::string::npos &&
-               unnamed.contains(line.substr(kError.size(), tail - kError.size()));
-    }
-    return false;
+// searched for again where glibc would match it -- which fails, or loads
+// another copy and changes what follows.  A difference is this limit when
+// it goes away once every such library has its file name as its SONAME
+// (the name glibc knows it by after that dlopen), the tree being otherwise
+// the same.
+bool known_resolver_limit(const Workshop& w, const GenTree& t) {
+    GenTree named = t;
+    bool any = false;
+    for (auto& l : named.libs)
+        if (l.soname.empty() && l.symlink_to.empty()) {
+            l.soname = l.file.substr(l.file.rfind('/') + 1);
+            any = true;
+        }
+    if (!any) return false;
+    Verdict v = w.run(named, true);
+    return !v.broken && !v.resolver_differs();
 }
 
 // Runs every seed on `jobs` threads; each tree lives in its own directory.
 void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool resolver, Tally& tally) {
     std::atomic<std::size_t> next{0};
-    bool verbose = env_number("LDSHIM_GEN_VERBOSE", 0) != 0;
+    auto verbosity = env_number("LDSHIM_GEN_VERBOSE", 0);
+    bool verbose = verbosity != 0;
     auto worker = [&] {
         for (std::size_t i; (i = next++) < seeds.size();) {
             GenTree t = generate(seeds[i], w.can_use_cache());
             Verdict v = w.run(t, resolver);
+            bool known = v.resolver_differs() && known_resolver_limit(w, t);
             std::lock_guard<std::mutex> lock(tally.mu);
             tally.started += v.started;
             if (v.broken) {
@@ -100,14 +99,16 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
                 tally.broken_reports.push_back(describe(t) + v.report);
             }
             if (v.differs() && !v.broken) tally.differ.push_back(seeds[i]);
-            if (v.resolver_differs())
-                (known_resolver_limit(t, v) ? tally.resolver_known : tally.resolver_differ).push_back(seeds[i]);
+            if (v.resolver_differs()) (known ? tally.resolver_known : tally.resolver_differ).push_back(seeds[i]);
             if (verbose || v.differs() || v.resolver_differs())
                 std::printf("seed %llu: %s%s\n", static_cast<unsigned long long>(seeds[i]),
                             v.broken      ? "BROKEN"
                             : v.differs() ? "ldsearch differs"
                                           : "same",
                             v.resolver_differs() ? ", resolver differs" : "");
+            // 2: the whole tree and what differs, before any shrinking.
+            if (verbosity >= 2 && (v.differs() || v.resolver_differs()))
+                std::printf("%s%s%s", describe(t).c_str(), v.report.c_str(), v.resolver.c_str());
             std::fflush(stdout);
         }
     };
