@@ -12,7 +12,7 @@
 // case and every way; the UCX modes are recorded and compared with the
 // outcomes measured on this machine, so that a UCX change shows up.  Every
 // run has a timeout.
-#include "../differential/harness.h"
+#include "julia_report.h"
 
 #include <gtest/gtest.h>
 
@@ -20,73 +20,13 @@
 #include <map>
 
 using namespace ldshim::difftest;
+using namespace ldshim::difftest::report;
 
 #ifndef PRELOAD_LIB_PATH
 #error "PRELOAD_LIB_PATH must name libldshim_preload.so"
 #endif
-#ifndef JULIA_SRC
-#error "JULIA_SRC must name tests/repro/fixtures/julia_mpi.c"
-#endif
 
 namespace {
-
-bool mpi_available() {
-    return sh("test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 -a -e /usr/lib/x86_64-linux-gnu/libucm.so.0 && "
-              "command -v mpirun >/dev/null") == 0;
-}
-
-Env ucx_env() {
-    return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-            {"OMPI_MCA_pml", "ucx"},
-            {"OMPI_MCA_pml_ucx_tls", "any"},
-            {"OMPI_MCA_pml_ucx_devices", "any"},
-            {"OMPI_MCA_opal_common_ucx_opal_mem_hooks", "0"},
-            {"UCX_MEM_MMAP_HOOK_MODE", "reloc"},
-            {"UCX_MEM_MALLOC_RELOC", "n"}};
-}
-
-LibSpec openlibm(int id, std::string soname = {}) {
-    return LibSpec{std::move(soname), {}, {}, {}, false, {"-DFIXTURE_ID=" + std::to_string(id)}};
-}
-
-// bin/julia (RPATH $ORIGIN/../lib unless given) -> lib/libjulia.so.1 (jl_run).
-void julia(Tree& t, LibSpec lj, ExeSpec exe = {}) {
-    lj.soname = "libjulia.so.1";
-    lj.source = JULIA_SRC;
-    lj.flags.push_back("-DNO_MAIN");
-    t.lib("lib/libjulia.so.1", lj);
-    exe.source = JULIA_SRC;
-    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
-    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
-    t.exe("bin/julia", exe);
-}
-
-struct Outcome {
-    bool ucx, ucx_norpath;
-};
-
-// What UCX 1.13.1 did here (true = same as glibc); the reference table's
-// figures for the same layouts.
-const std::map<std::string, Outcome> kMeasuredUcx = {
-    {"rpath", {true, false}},
-    {"runpath", {true, false}},
-    {"exe-rpath", {true, true}},
-    {"loader-rpath", {true, false}},
-    // The reference saw ucm wrongly find the library for a RUNPATH in the
-    // loader chain; with RUNPATH on the executable, as here, it does not.
-    {"runpath-noinherit", {true, true}},
-    {"ldlp-vs-rpath", {true, false}},
-    {"ldlp-vs-runpath", {true, true}},
-    {"dst-lib", {true, false}},
-    {"hwcaps-only", {false, false}},
-    {"hwcaps-preferred", {false, false}},
-    {"soname-loaded", {false, true}},
-    {"skip-unusable", {false, false}},
-    {"exe-caller-runpath", {false, false}},
-    {"slash-relative", {false, true}},
-    {"internal", {true, false}},
-};
 
 // compare_paths = false compares the copy (its id) and not l_name: under ucm
 // ldshim must hand ucm an absolute path, so a relative l_name cannot match.
@@ -160,10 +100,10 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
         EXPECT_EQ(line(truth), line(c)) << name << ": ldshim differs from glibc";
     else
         EXPECT_EQ(copy(truth), copy(c)) << name << ": ldshim loaded another copy than glibc: " << line(c);
-    auto it = kMeasuredUcx.find(name);
-    ASSERT_NE(it, kMeasuredUcx.end());
-    EXPECT_EQ(same(a), it->second.ucx) << name << ": UCX (defaults) changed behaviour: " << line(a);
-    EXPECT_EQ(same(b), it->second.ucx_norpath) << name << ": UCX (PROCESS_RPATH=n) changed behaviour: " << line(b);
+    const Layout* measured = find_layout(name);
+    ASSERT_NE(measured, nullptr) << name;
+    EXPECT_EQ(same(a), measured->ucx) << name << ": UCX (defaults) changed behaviour: " << line(a);
+    EXPECT_EQ(same(b), measured->ucx_norpath) << name << ": UCX (PROCESS_RPATH=n) changed behaviour: " << line(b);
 }
 
 class Mpi : public ::testing::Test {
@@ -175,121 +115,17 @@ protected:
 
 }  // namespace
 
-TEST_F(Mpi, rpath) {
+// Each layout of the report (julia_report.cc), in the four modes and two routes.
+class MpiLayout : public Mpi, public ::testing::WithParamInterface<Layout> {};
+
+TEST_P(MpiLayout, ldshim_loads_what_glibc_loads) {
+    const Layout& l = GetParam();
     Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("rpath", t, "libopenlibm.so");
+    l.build(t);
+    run(l.name, t, l.lib, layout_env(l, t), l.compare_paths);
 }
 
-TEST_F(Mpi, runpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.runpath = "$ORIGIN:$ORIGIN/julia"});
-    run("runpath", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, exe_rpath) {
-    Tree t;
-    t.lib("lib2/libopenlibm.so", openlibm(1));
-    julia(t, {}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib2"});
-    run("exe-rpath", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, loader_rpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    LibSpec lj{.soname = "libjulia.so.1", .flags = {"-DNO_MAIN"}, .source = JULIA_SRC};
-    t.lib("lib/libjulia.so.1", lj);
-    t.lib("lib/libjlwrap.so",
-          {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
-    // The program reaches jl_run through libjlwrap's dependency, so that
-    // libjulia's loader is libjlwrap: main looks the symbol up at run time.
-    t.exe("bin/julia",
-          {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib", .flags = {"-DLOOKUP_JL"}, .source = JULIA_SRC});
-    run("loader-rpath", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, runpath_not_inherited) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
-    run("runpath-noinherit", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, ld_library_path_against_rpath_and_runpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    t.lib("ldlp/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN/julia"});
-    run("ldlp-vs-rpath", t, "libopenlibm.so", {{"LD_LIBRARY_PATH", t.abs("ldlp")}});
-    Tree u;
-    u.lib("lib/julia/libopenlibm.so", openlibm(1));
-    u.lib("ldlp/libopenlibm.so", openlibm(2));
-    julia(u, {.runpath = "$ORIGIN/julia"});
-    run("ldlp-vs-runpath", u, "libopenlibm.so", {{"LD_LIBRARY_PATH", u.abs("ldlp")}});
-}
-
-TEST_F(Mpi, lib_token) {
-    Tree t;
-    t.lib("lib/lib/x86_64-linux-gnu/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN/$LIB"});
-    run("dst-lib", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, hwcaps_only_and_preferred) {
-    Tree t;
-    t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("hwcaps-only", t, "libopenlibm.so");
-    Tree u;
-    u.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", openlibm(2));
-    u.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(u, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("hwcaps-preferred", u, "libopenlibm.so");
-}
-
-TEST_F(Mpi, soname_already_loaded) {
-    Tree t;
-    // Loaded at startup as libopenlibm-4.so (SONAME libopenlibm.so); another
-    // copy named libopenlibm.so sits on the RPATH.
-    t.lib("lib/julia/libopenlibm-4.so", openlibm(1, "libopenlibm.so"));
-    t.lib("lib/julia/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"},
-          {.needs = {"lib/julia/libopenlibm-4.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
-    t.patchelf({"--replace-needed", "libopenlibm.so", "libopenlibm-4.so", "bin/julia"});
-    run("soname-loaded", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, unusable_file_is_skipped) {
-    Tree t;
-    t.lib32("lib/libopenlibm.so");
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("skip-unusable", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, executable_caller_with_runpath) {
-    Tree t;
-    t.lib("run/libopenlibm.so", openlibm(1));
-    t.exe("bin/julia", {.runpath = t.abs("run"), .flags = {"-DIN_MAIN"}, .source = JULIA_SRC});
-    run("exe-caller-runpath", t, "libopenlibm.so");
-}
-
-TEST_F(Mpi, relative_slash_name) {
-    Tree t;
-    t.lib("julia/libopenlibm.so", openlibm(2));
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("slash-relative", t, "julia/libopenlibm.so", {}, false);
-}
-
-TEST_F(Mpi, internal_library) {
-    Tree t;
-    t.lib("lib/julia/libjulia-internal.so.1", openlibm(1, "libjulia-internal.so.1"));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("internal", t, "libjulia-internal.so.1");
-}
+INSTANTIATE_TEST_SUITE_P(Report, MpiLayout, ::testing::ValuesIn(layouts()), layout_name);
 
 TEST_F(Mpi, mpirun_two_ranks_original_case) {
     Tree t;

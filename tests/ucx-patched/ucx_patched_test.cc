@@ -15,7 +15,7 @@
 //   ldshim         the patched libucm + libldshim.so.0: must equal glibc, with
 //                  UCX defaults and PROCESS_RPATH=n, singleton and mpirun -np 2
 // A test that cannot run says SKIPPED and why.
-#include "../differential/harness.h"
+#include "../repro/julia_report.h"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +26,7 @@
 #include <memory>
 
 using namespace ldshim::difftest;
+using namespace ldshim::difftest::report;
 
 #ifndef UCX_PATCHED_SCRIPT
 #error "UCX_PATCHED_SCRIPT must name scripts/ucx-patched.sh"
@@ -33,19 +34,11 @@ using namespace ldshim::difftest;
 #ifndef LDSHIM_LIB_DIR
 #error "LDSHIM_LIB_DIR must name the directory of libldshim.so.0"
 #endif
-#ifndef JULIA_SRC
-#error "JULIA_SRC must name tests/repro/fixtures/julia_mpi.c"
-#endif
 #ifndef PROBE_SRC
 #error "PROBE_SRC must name tests/ucx-patched/fixtures/slot_probe.c"
 #endif
 
 namespace {
-
-bool mpi_available() {
-    return sh("test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 -a -e /usr/lib/x86_64-linux-gnu/libucm.so.0 && "
-              "command -v mpirun >/dev/null") == 0;
-}
 
 // libldshim.so.0 where the loader would find it without our LD_LIBRARY_PATH:
 // then "not installed" cannot be shown here.
@@ -81,58 +74,6 @@ const Patched& patched() {
     }();
     return p;
 }
-
-Env ucx_env() {
-    return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-            {"OMPI_MCA_pml", "ucx"},
-            {"OMPI_MCA_pml_ucx_tls", "any"},
-            {"OMPI_MCA_pml_ucx_devices", "any"},
-            {"OMPI_MCA_opal_common_ucx_opal_mem_hooks", "0"},
-            {"UCX_MEM_MMAP_HOOK_MODE", "reloc"},
-            {"UCX_MEM_MALLOC_RELOC", "n"}};
-}
-
-LibSpec openlibm(int id, std::string soname = {}) {
-    return LibSpec{std::move(soname), {}, {}, {}, false, {"-DFIXTURE_ID=" + std::to_string(id)}};
-}
-
-// bin/julia (RPATH $ORIGIN/../lib unless given) -> lib/libjulia.so.1 (jl_run),
-// as in tests/repro/mpi_test.cc.
-void julia(Tree& t, LibSpec lj, ExeSpec exe = {}) {
-    lj.soname = "libjulia.so.1";
-    lj.source = JULIA_SRC;
-    lj.flags.push_back("-DNO_MAIN");
-    t.lib("lib/libjulia.so.1", lj);
-    exe.source = JULIA_SRC;
-    exe.needs.insert(exe.needs.begin(), "lib/libjulia.so.1");
-    if (exe.rpath.empty() && exe.runpath.empty()) exe.rpath = "$ORIGIN/../lib";
-    t.exe("bin/julia", exe);
-}
-
-struct Outcome {
-    bool ucx, ucx_norpath;
-};
-
-// What unpatched UCX 1.13.1 does here (true = same as glibc): the table of
-// docs/ucx.md, pinned in tests/repro/mpi_test.cc.
-const std::map<std::string, Outcome> kMeasuredUcx = {
-    {"rpath", {true, false}},
-    {"runpath", {true, false}},
-    {"exe-rpath", {true, true}},
-    {"loader-rpath", {true, false}},
-    {"runpath-noinherit", {true, true}},
-    {"ldlp-vs-rpath", {true, false}},
-    {"ldlp-vs-runpath", {true, true}},
-    {"dst-lib", {true, false}},
-    {"hwcaps-only", {false, false}},
-    {"hwcaps-preferred", {false, false}},
-    {"soname-loaded", {false, true}},
-    {"skip-unusable", {false, false}},
-    {"exe-caller-runpath", {false, false}},
-    {"slash-relative", {false, true}},
-    {"internal", {true, false}},
-};
 
 std::string line(const Capture& x) {
     return !x.results.empty()  ? x.results[0]
@@ -296,10 +237,10 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     // ldshim loaded but without an answer (ldshim_dlopen_try declines): ucm's own path, unchanged.
     EXPECT_EQ(loaded_from(declined, "libldshim.so.0"), std::string(LDSHIM_LIB_DIR) + "/libldshim.so.0") << name;
     EXPECT_EQ(line(unpatched), line(declined)) << name << ": with ldshim declining (LDSHIM_DISABLE=1) ucm differs";
-    auto it = kMeasuredUcx.find(name);
-    ASSERT_NE(it, kMeasuredUcx.end());
-    EXPECT_EQ(row.unpatched, it->second.ucx) << name << ": UCX (defaults) changed behaviour: " << line(unpatched);
-    EXPECT_EQ(row.unpatched_norpath, it->second.ucx_norpath)
+    const Layout* measured = find_layout(name);
+    ASSERT_NE(measured, nullptr) << name;
+    EXPECT_EQ(row.unpatched, measured->ucx) << name << ": UCX (defaults) changed behaviour: " << line(unpatched);
+    EXPECT_EQ(row.unpatched_norpath, measured->ucx_norpath)
         << name << ": UCX (PROCESS_RPATH=n) changed behaviour: " << line(unpatched_norpath);
 }
 
@@ -341,123 +282,17 @@ class TablePrinter : public ::testing::EmptyTestEventListener {
 
 }  // namespace
 
-TEST_F(UcxPatched, rpath) {
+// Each layout of the report (tests/repro/julia_report.cc), in every mode.
+class UcxPatchedLayout : public UcxPatched, public ::testing::WithParamInterface<Layout> {};
+
+TEST_P(UcxPatchedLayout, patched_ucm_with_ldshim_loads_what_glibc_loads) {
+    const Layout& l = GetParam();
     Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("rpath", t, "libopenlibm.so");
+    l.build(t);
+    run(l.name, t, l.lib, layout_env(l, t), l.compare_paths);
 }
 
-TEST_F(UcxPatched, runpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.runpath = "$ORIGIN:$ORIGIN/julia"});
-    run("runpath", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, exe_rpath) {
-    Tree t;
-    t.lib("lib2/libopenlibm.so", openlibm(1));
-    julia(t, {}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib2"});
-    run("exe-rpath", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, loader_rpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    LibSpec lj{.soname = "libjulia.so.1", .flags = {"-DNO_MAIN"}, .source = JULIA_SRC};
-    t.lib("lib/libjulia.so.1", lj);
-    t.lib("lib/libjlwrap.so",
-          {.soname = "libjlwrap.so", .needs = {"lib/libjulia.so.1"}, .rpath = "$ORIGIN:$ORIGIN/julia"});
-    t.exe("bin/julia",
-          {.needs = {"lib/libjlwrap.so"}, .rpath = "$ORIGIN/../lib", .flags = {"-DLOOKUP_JL"}, .source = JULIA_SRC});
-    run("loader-rpath", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, runpath_not_inherited) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {}, {.runpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
-    run("runpath-noinherit", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, ld_library_path_against_rpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    t.lib("ldlp/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN/julia"});
-    run("ldlp-vs-rpath", t, "libopenlibm.so", {{"LD_LIBRARY_PATH", t.abs("ldlp")}});
-}
-
-TEST_F(UcxPatched, ld_library_path_against_runpath) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    t.lib("ldlp/libopenlibm.so", openlibm(2));
-    julia(t, {.runpath = "$ORIGIN/julia"});
-    run("ldlp-vs-runpath", t, "libopenlibm.so", {{"LD_LIBRARY_PATH", t.abs("ldlp")}});
-}
-
-TEST_F(UcxPatched, lib_token) {
-    Tree t;
-    t.lib("lib/lib/x86_64-linux-gnu/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN/$LIB"});
-    run("dst-lib", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, hwcaps_only) {
-    Tree t;
-    t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("hwcaps-only", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, hwcaps_preferred) {
-    Tree t;
-    t.lib("lib/julia/glibc-hwcaps/x86-64-v2/libopenlibm.so", openlibm(2));
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("hwcaps-preferred", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, soname_already_loaded) {
-    Tree t;
-    t.lib("lib/julia/libopenlibm-4.so", openlibm(1, "libopenlibm.so"));
-    t.lib("lib/julia/libopenlibm.so", openlibm(2));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"},
-          {.needs = {"lib/julia/libopenlibm-4.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../lib/julia"});
-    t.patchelf({"--replace-needed", "libopenlibm.so", "libopenlibm-4.so", "bin/julia"});
-    run("soname-loaded", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, unusable_file_is_skipped) {
-    Tree t;
-    t.lib32("lib/libopenlibm.so");
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("skip-unusable", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, executable_caller_with_runpath) {
-    Tree t;
-    t.lib("run/libopenlibm.so", openlibm(1));
-    t.exe("bin/julia", {.runpath = t.abs("run"), .flags = {"-DIN_MAIN"}, .source = JULIA_SRC});
-    run("exe-caller-runpath", t, "libopenlibm.so");
-}
-
-TEST_F(UcxPatched, relative_slash_name) {
-    Tree t;
-    t.lib("julia/libopenlibm.so", openlibm(2));
-    t.lib("lib/julia/libopenlibm.so", openlibm(1));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("slash-relative", t, "julia/libopenlibm.so", {}, false);
-}
-
-TEST_F(UcxPatched, internal_library) {
-    Tree t;
-    t.lib("lib/julia/libjulia-internal.so.1", openlibm(1, "libjulia-internal.so.1"));
-    julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
-    run("internal", t, "libjulia-internal.so.1");
-}
+INSTANTIATE_TEST_SUITE_P(Report, UcxPatchedLayout, ::testing::ValuesIn(layouts()), layout_name);
 
 // ucm still patches every library that arrives through ldshim (its mmap hook
 // and its dlopen are in the new library's slots when dlopen returns), and
