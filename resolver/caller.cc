@@ -19,17 +19,10 @@
 
 namespace {
 
-struct Extent {
-    std::uintptr_t lo = 0, hi = 0;
-    const void* map = nullptr;
-    bool contains(std::uintptr_t a) const { return a >= lo && a < hi; }
-};
+using Extent = ldshim::host::ObjectExtent;
 
-Extent extent_of(const void* addr) {
-    auto found = ldshim::host::find_object(addr);
-    if (!found) return {};
-    return {found->lo, found->hi, found->link_map};
-}
+// The object holding addr; an empty extent (no link map) for none.
+Extent extent_of(const void* addr) { return ldshim::host::find_object(addr).value_or(Extent{}); }
 
 // Whether the object defines dlopen itself (sanitizer runtimes, profilers,
 // path translators).  Asked through a real handle (a dependency's link_map
@@ -37,7 +30,7 @@ Extent extent_of(const void* addr) {
 // 1 yes, 0 no, -1 cannot tell yet (glibc's dlopen not found yet: this is
 // ldshim's own start-up) -- an answer that must not be kept.
 int defines_dlopen(const Extent& e) {
-    const auto* map = static_cast<const link_map*>(e.map);
+    const auto* map = static_cast<const link_map*>(e.link_map);
     const char* name = map->l_name && *map->l_name ? map->l_name : nullptr;
     void* h = ldshim::host::libc_dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
     if (!h) return -1;
@@ -59,16 +52,16 @@ constexpr std::size_t kCache = 256;
 CacheEntry g_cache[kCache];
 
 bool defines_dlopen_cached(const Extent& e) {
-    CacheEntry& c = g_cache[(reinterpret_cast<std::uintptr_t>(e.map) >> 4) % kCache];
+    CacheEntry& c = g_cache[(reinterpret_cast<std::uintptr_t>(e.link_map) >> 4) % kCache];
     const void* before = c.map.load(std::memory_order_acquire);
     std::uintptr_t v = c.base_and_answer.load(std::memory_order_acquire);
-    if (before == e.map && c.map.load(std::memory_order_acquire) == e.map && (v & ~std::uintptr_t{1}) == e.lo)
+    if (before == e.link_map && c.map.load(std::memory_order_acquire) == e.link_map && (v & ~std::uintptr_t{1}) == e.lo)
         return (v & 1) != 0;
     int d = defines_dlopen(e);
     if (d < 0) return false;
     c.map.store(nullptr, std::memory_order_release);
     c.base_and_answer.store(e.lo | static_cast<std::uintptr_t>(d), std::memory_order_release);
-    c.map.store(e.map, std::memory_order_release);
+    c.map.store(e.link_map, std::memory_order_release);
     return d == 1;
 }
 
@@ -82,7 +75,7 @@ bool defines_dlopen_cached(const Extent& e) {
 std::atomic<unsigned long long> g_checked_at{~0ull};
 
 bool interposes_dlopen(const Extent& e) {
-    if (!e.map) return false;
+    if (!e.link_map) return false;
     if (defines_dlopen_cached(e)) return true;
     if (!ldshim::host::settings_ready()) return false;  // start-up: the slots are being written now
     ldshim::host::LoadCounters c = ldshim::host::load_counters();
@@ -115,7 +108,7 @@ _Unwind_Reason_Code step(_Unwind_Context* ctx, void* arg) {
     if (!pc) return _URC_END_OF_STACK;
     if (skipped(*w, pc - 1)) return _URC_NO_REASON;  // pc - 1: inside the call instruction
     Extent e = extent_of(reinterpret_cast<const void*>(pc - 1));
-    if (e.map && defines_dlopen_cached(e)) {
+    if (e.link_map && defines_dlopen_cached(e)) {
         if (w->nskip < 6) w->skip[w->nskip++] = e;
         return _URC_NO_REASON;
     }
