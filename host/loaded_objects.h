@@ -89,7 +89,7 @@ public:
     void reset(std::size_t room) {
         room = std::max(room, wanted_);
         if (room_ < room) {
-            bytes_ = std::make_unique<std::byte[]>(room);
+            bytes_ = std::make_unique_for_overwrite<std::byte[]>(room);  // written before read
             room_ = room;
         }
         used_ = wanted_ = 0;

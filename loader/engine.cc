@@ -323,6 +323,7 @@ int Engine::add_object(Object o) {
     for (const auto& n : o.names)
         if (n != o.name) by_name_[n].push_back(idx);
     if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
+    if (o.id.valid()) by_id_[o.id].push_back(idx);
     objects_.push_back(std::move(o));
     return idx;
 }
@@ -490,14 +491,14 @@ MapOutcome Engine::admit(int loader, const Request& req, unsigned ns, OpenOutcom
     }
     // The same file already loaded in this namespace?
     FileId id = found.image->id();
-    for (std::size_t i = 0; i < objects_.size(); ++i) {
-        Object& o = objects_[i];
-        if (o.ns == ns && !o.removed && o.id.valid() && o.id == id) {
-            add_name(static_cast<int>(i), name);
+    if (auto it = id.valid() ? by_id_.find(id) : by_id_.end(); it != by_id_.end())
+        for (int i : it->second) {
+            Object& o = objects_[static_cast<std::size_t>(i)];
+            if (o.ns != ns || o.removed) continue;
+            add_name(i, name);
             emit_made([&] { return TraceEvent::result(o.name, ns, Source::same_file, name); });
-            return {static_cast<int>(i)};
+            return {i};
         }
-    }
     int owner = (req.mode & kModeCallmap) ? -1 : loader;
     // Only one ld.so, ever: other namespaces get a proxy.
     if (ns != 0 && rtld_ >= 0) {
@@ -735,7 +736,7 @@ MapOutcome Engine::dlopen(const DlopenRequest& req) {
     if (out.error) {
         // A failed dlopen unloads what it loaded; the directory pool keeps
         // everything it learned.
-        for (std::size_t i = before; i < objects_.size(); ++i) objects_[i].removed = true;
+        for (std::size_t i = before; i < objects_.size(); ++i) forget(static_cast<int>(i));
     }
     return out;
 }
@@ -746,14 +747,29 @@ int Engine::adopt(Object o) {
 }
 
 void Engine::forget(int idx) {
-    if (idx >= 0 && static_cast<std::size_t>(idx) < objects_.size())
-        objects_[static_cast<std::size_t>(idx)].removed = true;
+    if (idx < 0 || static_cast<std::size_t>(idx) >= objects_.size()) return;
+    Object& o = objects_[static_cast<std::size_t>(idx)];
+    if (o.removed) return;
+    o.removed = true;
+    ++removed_;
+    // Out of the indexes now: a plugin loaded and unloaded in a loop would
+    // otherwise leave one stale entry per round under its name and file.
+    auto unlist = [idx](auto& index, const auto& key) {
+        if (auto it = index.find(key); it != index.end()) {
+            std::erase(it->second, idx);
+            if (it->second.empty()) index.erase(it);
+        }
+    };
+    unlist(by_name_, o.name);
+    for (const auto& n : o.names) unlist(by_name_, n);
+    if (o.facts.soname) unlist(by_soname_, *o.facts.soname);
+    if (o.id.valid()) unlist(by_id_, o.id);
 }
 
 bool Engine::compact(std::vector<int>* remap_out) {
-    std::size_t removed = 0;
-    for (const auto& o : objects_) removed += o.removed;
+    const std::size_t removed = removed_;
     if (removed == 0 || removed * 2 < objects_.size()) return false;
+    removed_ = 0;
     std::vector<int> remap(objects_.size(), -1);
     std::vector<Object> kept;
     kept.reserve(objects_.size() - removed);
@@ -775,6 +791,7 @@ bool Engine::compact(std::vector<int>* remap_out) {
     if (remap_out) *remap_out = std::move(remap);
     by_name_.clear();
     by_soname_.clear();
+    by_id_.clear();
     for (std::size_t i = 0; i < objects_.size(); ++i) {
         const Object& o = objects_[i];
         int idx = static_cast<int>(i);
@@ -782,6 +799,7 @@ bool Engine::compact(std::vector<int>* remap_out) {
         for (const auto& n : o.names)
             if (n != o.name) by_name_[n].push_back(idx);
         if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
+        if (o.id.valid()) by_id_[o.id].push_back(idx);
     }
     return true;
 }

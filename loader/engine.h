@@ -217,6 +217,14 @@ private:
     // load order.
     std::unordered_map<std::string, std::vector<int>> by_name_;
     std::unordered_map<std::string, std::vector<int>> by_soname_;
+    // Which objects are a file (admit's same-file check), so that check costs
+    // the same with 5 or 500 objects loaded.  A forgotten object leaves all
+    // three indexes at once.
+    struct FileIdHash {
+        std::size_t operator()(const FileId& f) const noexcept { return f.ino * 0x9E3779B97F4A7C15ull ^ f.dev; }
+    };
+    std::unordered_map<FileId, std::vector<int>, FileIdHash> by_id_;
+    std::size_t removed_ = 0;  // objects marked removed, not yet compacted away
     int main_ = -1;
     int rtld_ = -1;
     std::vector<int> preloads_;

@@ -55,27 +55,6 @@ struct Step {
     void* known;          // the matched LiveProcess::Known (private there), or nullptr
     std::size_t visited;  // else: the index in ScanRoom::objects
 };
-struct ScanRoom {
-    host::Scratch<Step> steps;
-    host::Scratch<Visited> objects;
-    host::Scratch<Segment> segments;
-    host::ScratchText text;
-    host::LoadCounters counters;
-    WordsSeen words;
-    std::size_t cursor = 0;  // where in the last walk's order the next object is expected
-
-    void reset(std::size_t n) {
-        steps.reset(n);
-        objects.reset(n);
-        segments.reset(4 * n);
-        text.reset(256 * n);
-        cursor = 0;
-        words = {};
-    }
-    bool overflowed() const {
-        return steps.overflowed() || objects.overflowed() || segments.overflowed() || text.overflowed();
-    }
-};
 
 std::string argv0() {
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -157,7 +136,31 @@ LiveProcess& LiveProcess::instance() {
 
 LiveProcess* LiveProcess::existing() { return g_existing.load(std::memory_order_acquire); }
 
-LiveProcess::LiveProcess() {
+struct LiveProcess::ScanRoom {
+    host::Scratch<Step> steps;
+    host::Scratch<Visited> objects;
+    host::Scratch<Segment> segments;
+    host::ScratchText text;
+    host::LoadCounters counters;
+    WordsSeen words;
+    std::size_t cursor = 0;  // where in the last walk's order the next object is expected
+
+    void reset(std::size_t n) {
+        steps.reset(n);
+        objects.reset(n);
+        segments.reset(4 * n);
+        text.reset(256 * n);
+        cursor = 0;
+        words = {};
+    }
+    bool overflowed() const {
+        return steps.overflowed() || objects.overflowed() || segments.overflowed() || text.overflowed();
+    }
+};
+
+LiveProcess::~LiveProcess() = default;
+
+LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     std::string exe = "/proc/self/exe";
     auto img = fs_.open(exe);
     if (!img.image) {
@@ -279,13 +282,10 @@ bool LiveProcess::unchanged_locked() {
 LiveProcess::Known* LiveProcess::match(std::uintptr_t addr, const void* phdr, const char* name,
                                        std::size_t cursor) noexcept {
     const Key key{addr, phdr};
-    Known* k = nullptr;
-    if (cursor < order_.size() && order_[cursor]->key == key) {
-        k = order_[cursor];
-    } else if (auto it = known_.find(key); it != known_.end()) {
-        k = &it->second;
-    }
-    return k && std::strcmp(k->name.c_str(), name) == 0 ? k : nullptr;
+    if (cursor < order_.size() && order_[cursor].key == key)
+        return std::strcmp(order_names_.data() + order_[cursor].name_at, name) == 0 ? order_[cursor].known : nullptr;
+    auto it = known_.find(key);
+    return it != known_.end() && std::strcmp(it->second.name.c_str(), name) == 0 ? &it->second : nullptr;
 }
 
 // One walk of dl_iterate_phdr (namespace 0, the one the model covers).  An
@@ -299,7 +299,7 @@ LiveProcess::Scan LiveProcess::scan_locked() {
     modelled.reserve(pending_.size());
     for (int i : pending_) modelled.emplace_back(engine_->objects()[static_cast<std::size_t>(i)].name);
     std::sort(modelled.begin(), modelled.end());
-    ScanRoom room;
+    ScanRoom& room = *room_;
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
         if (words_ && room.steps.items().empty() && !room.steps.overflowed())
@@ -364,31 +364,49 @@ void LiveProcess::sync_locked() {
 }
 
 void LiveProcess::apply_scan(Scan& s) {
+    if (same_as_last_walk(s)) {
+        // Only objects that no walk showed can have gone (a plugin loaded
+        // and unloaded again): what the engine added is forgotten.
+        for (int i : pending_) engine_->forget(i);
+        pending_.clear();
+    } else {
+        apply_changes(s);
+    }
+    std::vector<int> remap;
+    if (engine_->compact(&remap)) renumber(remap);
+}
+
+bool LiveProcess::same_as_last_walk(const Scan& s) const {
+    if (!s.fresh.empty() || s.steps.size() != order_.size()) return false;
+    for (std::size_t i = 0; i < order_.size(); ++i)
+        if (s.steps[i].known != order_[i].known) return false;
+    return true;
+}
+
+void LiveProcess::apply_changes(Scan& s) {
     const unsigned long long walk = ++walks_;
     for (const Step& st : s.steps)
         if (st.known) static_cast<Known*>(st.known)->seen = walk;
-    for (Known* k : order_) {
-        if (k->seen == walk) continue;
-        drop_known(*k);
-        known_.erase(k->key);
+    for (const Expected& e : order_) {
+        if (e.known->seen == walk) continue;
+        drop_known(*e.known);
+        known_.erase(e.key);
     }
     // What the engine added itself is matched by name (l_name), as glibc
     // would have named it; what no walk shows was never loaded or went again.
     std::unordered_map<std::string, int> pending;
     for (int i : pending_) pending.emplace(engine_->objects()[static_cast<std::size_t>(i)].name, i);
     pending_.clear();
-    std::vector<Known*> order;
-    order.reserve(s.steps.size());
+    order_.clear();
+    order_names_.clear();
     for (const Step& st : s.steps) {
         Known* k = st.known ? static_cast<Known*>(st.known) : add_known(s.fresh[st.visited], pending);
         if (!k) continue;
-        k->pos = order.size();
-        order.push_back(k);
+        k->pos = order_.size();
+        order_.push_back({k->key, k, order_names_.size()});
+        order_names_.append(k->name.c_str(), k->name.size() + 1);
     }
     for (const auto& [name, i] : pending) engine_->forget(i);
-    order_ = std::move(order);
-    std::vector<int> remap;
-    if (engine_->compact(&remap)) renumber(remap);
 }
 
 // A walked object the model did not know by place: the one the engine
