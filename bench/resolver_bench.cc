@@ -6,7 +6,8 @@
 //   (b) a library found in the third RPATH directory (loaded and unloaded)
 // The fixture libraries are compiled at start-up into a temporary directory.
 //   build/bench/resolver_bench            (Google Benchmark)
-//   build/bench/resolver_bench --loop=glibc|ldshim N   (N rounds of (b), for strace -c)
+//   build/bench/resolver_bench --loop=glibc|ldshim N [OTHERS]   (N rounds of (b), for strace -c and
+//   perf stat; with OTHERS libraries loaded first, as in (c))
 //   build/bench/resolver_bench --front [ROUNDS]
 //       (a) through ldshim's front entry in libcaller's dlopen slot, with an
 //       interposer that forwards by dlsym(RTLD_NEXT) behind it (the process
@@ -266,8 +267,9 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
         setenv("LDSHIM_BENCH_DIR", g_dir.c_str(), 1);
         rc = front_entry(argc >= 3 ? std::atoi(argv[2]) : 15);
-    } else if (argc == 3 && std::strncmp(argv[1], "--loop=", 7) == 0) {
+    } else if ((argc == 3 || argc == 4) && std::strncmp(argv[1], "--loop=", 7) == 0) {
         bool via = std::strcmp(argv[1] + 7, "ldshim") == 0;
+        if (argc == 4) load_others(static_cast<std::size_t>(std::atol(argv[3])));
         // Warm the model (and the loader-configuration cache) before counting.
         dlclose(ldshim_dlopen_from(g_caller_addr, "libfar.so", RTLD_NOW));
         std::printf("ready\n");

@@ -1,5 +1,6 @@
 #include "host/real_fs.h"
 
+#include "host/kept_image.h"
 #include "loader/path_pool.h"
 
 #include <fcntl.h>
@@ -112,9 +113,19 @@ private:
     mutable std::vector<std::byte> all_;
 };
 
+FileVersion version_of(const struct stat& st) {
+    FileVersion v;
+    v.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    v.size = static_cast<std::uint64_t>(st.st_size);
+    v.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    v.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    v.mode = st.st_mode;
+    return v;
+}
+
 }  // namespace
 
-OpenResult RealFs::open(const std::string& path) {
+OpenResult RealFs::open_versioned(const std::string& path, FileVersion* version) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return {nullptr, errno};
     struct stat st {};
@@ -123,7 +134,44 @@ OpenResult RealFs::open(const std::string& path) {
         ::close(fd);
         return {nullptr, err};
     }
+    if (version) *version = version_of(st);
     return {std::make_shared<FdImage>(fd, st), 0};
+}
+
+OpenResult RealFs::open(const std::string& path) { return open_versioned(path, nullptr); }
+
+namespace {
+
+bool worth_keeping(const FileImage& img, const FileVersion& v) {
+    static constexpr unsigned char kMagic[4] = {0x7f, 'E', 'L', 'F'};
+    auto h = img.head();
+    return S_ISREG(v.mode) && (v.mode & S_IROTH) && h.size() >= 4 && std::memcmp(h.data(), kMagic, 4) == 0;
+}
+
+}  // namespace
+
+// The kept file while its version is unchanged.  A stat that fails with
+// ENOENT or ENOTDIR is what open would say; any other outcome opens the
+// file as RealFs does.
+OpenResult RememberingFs::open(const std::string& path) {
+    if (auto it = kept_.find(path); it != kept_.end()) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0) {
+            if (version_of(st) == it->second.version) return {it->second.image, 0};
+        } else if (errno == ENOENT || errno == ENOTDIR) {
+            int err = errno;
+            kept_.erase(it);
+            return {nullptr, err};
+        }
+        kept_.erase(it);
+    }
+    FileVersion v;
+    OpenResult r = RealFs::open_versioned(path, &v);
+    if (!r.image || !worth_keeping(*r.image, v)) return r;
+    if (kept_.size() >= kMaxKept) kept_.clear();
+    auto image = keep_image(path, *r.image);
+    kept_[path] = {v, image};
+    return {std::move(image), 0};
 }
 
 Fs::StatResult RealFs::stat(const std::string& path) {

@@ -4,8 +4,11 @@
 
 #include "loader/fs.h"
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace ldshim::host {
 
@@ -14,12 +17,55 @@ using loader::OpenResult;
 
 // The real filesystem.  Files are opened non-blocking (a FIFO on a search
 // path cannot hang the caller) and read with pread(2) on demand.
+struct FileVersion;
+
 class RealFs final : public Fs {
 public:
     OpenResult open(const std::string& path) override;
+    // open() that also says which version of the file it read.
+    static OpenResult open_versioned(const std::string& path, FileVersion* version);
     StatResult stat(const std::string& path) override;
     std::string cwd() override;
     std::optional<std::string> realpath(const std::string& path) override;
+};
+
+// What tells whether a file changed since it was read: its identity, size,
+// and modification and status-change times (a write moves the first; a
+// chmod, chown, ACL change, rename or new link moves the second).
+struct FileVersion {
+    loader::FileId id;
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::int64_t ctime_ns = 0;
+    std::uint32_t mode = 0;
+    friend bool operator==(const FileVersion&, const FileVersion&) = default;
+};
+
+// RealFs for an engine that searches for the same libraries again and again
+// (the runtime resolver: a plugin loaded and unloaded in a loop).  An ELF
+// file opened once is kept (host/kept_image.h) with its version; opening the
+// same path again costs one stat(2) while the version is unchanged, so the
+// file is not opened twice for each dlopen (once by the search, once by
+// glibc).  Only world-readable regular files are kept: for those an open
+// by any credentials succeeds wherever the stat does (a named-user ACL entry
+// that denies one user a world-readable file is not modelled).  A path that
+// has no kept file is opened as by RealFs, so a file that appears in an
+// earlier directory is found at once.  Not thread-safe: one engine's.
+class RememberingFs final : public Fs {
+public:
+    OpenResult open(const std::string& path) override;
+    StatResult stat(const std::string& path) override { return real_.stat(path); }
+    std::string cwd() override { return real_.cwd(); }
+    std::optional<std::string> realpath(const std::string& path) override { return real_.realpath(path); }
+
+private:
+    struct Kept {
+        FileVersion version;
+        std::shared_ptr<const loader::FileImage> image;
+    };
+    static constexpr std::size_t kMaxKept = 4096;
+    std::unordered_map<std::string, Kept> kept_;
+    RealFs real_;
 };
 
 // A sysroot (ldsearch --root): every path the loader would use is resolved

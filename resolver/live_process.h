@@ -139,7 +139,7 @@ private:
     std::vector<int> pending_;
     unsigned long long walks_ = 0;
     std::mutex mu_;
-    host::RealFs fs_;
+    host::RememberingFs fs_;
     LdCache cache_;
     std::unique_ptr<Engine> engine_;
     std::string init_error_;

@@ -67,19 +67,26 @@ std::vector<std::pair<std::string, std::string>> interposer_kinds(const Tree& t)
 struct Outcome {
     Capture glibc, broken;
 };
-Outcome compare_all(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {}) {
+Capture paths_only(Capture c);
+
+// `identity`: compare each object's file identity too; off where the
+// operations themselves replace files, so each run makes new inodes.
+Outcome compare_all(const Tree& t, const std::string& prog, const std::vector<std::string>& direct, Env env = {},
+                    bool identity = true) {
     env.emplace_back("LDSHIM_LIB", LDSHIM_LIB_PATH);
     std::vector<std::string> via;
     for (const auto& op : direct) {
         // l/k/m (direct) become L/K/M (through ldshim); built in place, not with
         // `"L" + op.substr(1)`, which trips GCC 12's -Wrestrict false positive at -O3.
         std::string v = op;
-        v[0] = op[0] == 'l' ? 'L' : op[0] == 'k' ? 'K' : 'M';
+        if (op[0] == 'l' || op[0] == 'k' || op[0] == 'o') v[0] = op[0] == 'l' ? 'L' : op[0] == 'k' ? 'K' : 'M';
         via.push_back(std::move(v));
     }
     Capture a = t.real(prog, direct, env);
     EXPECT_EQ(a.results.size() + a.errors.size(), direct.size()) << "the driver did not run every operation";
-    auto check = [&](const Capture& b, const char* how) {
+    if (!identity) a = paths_only(a);
+    auto check = [&](Capture b, const char* how) {
+        if (!identity) b = paths_only(b);
         EXPECT_EQ(a.results, b.results) << how << "\n" << unified_diff(a.results, b.results, "direct dlopen", how);
         EXPECT_EQ(a.errors, b.errors) << how << "\n" << unified_diff(a.errors, b.errors, "direct dlopen", how);
     };
@@ -247,6 +254,46 @@ TEST(Resolver, foreign_class_file_is_skipped) {
     t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 1u);
+}
+
+// The resolver keeps what it read of each library it found (one stat(2)
+// instead of a second open and read when the same file is searched for
+// again); a file changed, replaced, made unreadable or removed between two
+// dlopens must be searched for afresh, as glibc does.
+TEST(Resolver, a_library_changed_between_two_dlopens_is_searched_for_afresh) {
+    Tree t;
+    t.lib("src/libx.so", so("libx.so"));
+    t.lib32("src/libx32.so");
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia:$ORIGIN/spare"});
+    const std::string lib = t.abs("lib"), libx = t.abs("lib/julia/libx.so"), spare = t.abs("lib/spare/libx.so");
+    const std::string src = t.abs("src/libx.so"), x32 = t.abs("src/libx32.so");
+    auto put = [](const std::string& from, const std::string& to) {  // a new inode, as a package update makes
+        return "mkdir -p $(dirname " + quote(to) + ") && cp " + quote(from) + " " + quote(to) + ".new && mv " +
+               quote(to) + ".new " + quote(to);
+    };
+    // Each change, then the same dlopen again.
+    const std::vector<std::string> changes = {
+        put(x32, libx),                                                    // another class: skipped, spare/ found
+        "cp " + quote(src) + " " + quote(libx),                            // back, rewritten in place
+        "chmod 0 " + quote(libx),                                          // unreadable (as root: still read)
+        "chmod 644 " + quote(libx) + " && " + put(src, lib + "/libx.so"),  // in an earlier directory
+        "rm " + quote(lib + "/libx.so") + " " + quote(libx),               // gone: spare/ again
+        "rm " + quote(spare),                                              // nowhere
+    };
+    // Every run of the program starts from the same files.
+    std::vector<std::string> ops = {
+        "x:rm -f " + quote(lib + "/libx.so") + " && " + put(src, libx) + " && " + put(src, spare), "l:libx.so", "c:"};
+    for (const auto& c : changes) {
+        ops.push_back("x:" + c);
+        ops.push_back("l:libx.so");
+        ops.push_back("c:");
+    }
+    Capture r = paths_only(compare_all(t, "bin/prog", ops, {}, false).glibc);
+    ASSERT_EQ(r.results.size() + r.errors.size(), ops.size());
+    EXPECT_EQ(r.errors.size(), 1u) << "only the last dlopen fails";
+    auto in_spare = [](const std::string& p) { return p.ends_with("/lib/spare/libx.so"); };
+    EXPECT_GE(std::count_if(r.results.begin(), r.results.end(), in_spare), 2)
+        << "the other-class file and the removed ones were skipped";
 }
 
 TEST(Resolver, executable_caller_with_runpath) {

@@ -1,123 +1,14 @@
 // The shared, remembering filesystem of `ldsearch check` (check_fs.h).
 #include "check_fs.h"
 
+#include "host/kept_image.h"
 #include "host/real_fs.h"
-#include "loader/elf_facts.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <memory>
 #include <utility>
-#include <vector>
 
 using namespace ldshim::loader;
 
 namespace ldsearch {
-namespace {
-
-struct Range {
-    std::uint64_t off = 0;
-    std::vector<std::byte> data;
-};
-
-// Lets read_facts read through a real image once and keeps every range it read.
-class RecordingImage final : public FileImage {
-public:
-    explicit RecordingImage(const FileImage& real) : real_(real) {
-        head_ = real.head();
-        size_ = real.size();
-        id_ = real.id();
-        mode_ = real.mode();
-        read_errno_ = real.read_errno();
-    }
-    std::span<const std::byte> bytes() const override { return real_.bytes(); }
-    bool read_at(std::uint64_t off, std::size_t len, std::byte* out) const override {
-        if (!real_.read_at(off, len, out)) return false;
-        if (off + len > head_.size()) ranges.push_back({off, std::vector<std::byte>(out, out + len)});
-        return true;
-    }
-    mutable std::vector<Range> ranges;
-
-private:
-    const FileImage& real_;
-};
-
-// What a file looked like when first opened: its first read and the ranges
-// the facts readers took; anything else is read by opening the path again.
-class KeptImage final : public FileImage {
-public:
-    KeptImage(std::string path, const FileImage& real) : path_(std::move(path)) {
-        auto h = real.head();
-        head_buf_.assign(h.begin(), h.end());
-        head_ = head_buf_;
-        size_ = real.size();
-        id_ = real.id();
-        mode_ = real.mode();
-        read_errno_ = real.read_errno();
-        if (real.fd() >= 0) {
-            RecordingImage rec(real);
-            (void)read_facts(rec);
-            kept_ = std::move(rec.ranges);
-        }
-    }
-
-    std::span<const std::byte> bytes() const override {
-        std::lock_guard lock(mu_);
-        if (!all_) {
-            ldshim::host::RealFs real;
-            auto r = real.open(path_);
-            auto b = r.image ? r.image->bytes() : head_;
-            all_.emplace(b.begin(), b.end());
-        }
-        return *all_;
-    }
-
-    bool read_at(std::uint64_t off, std::size_t len, std::byte* out) const override {
-        if (off > size_ || len > size_ - off) return false;
-        if (off + len <= head_.size()) {
-            std::memcpy(out, head_.data() + off, len);
-            return true;
-        }
-        if (copy_from(kept_, off, len, out)) return true;
-        std::lock_guard lock(mu_);
-        if (copy_from(later_, off, len, out)) return true;
-        int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) return false;
-        std::size_t got = 0;
-        while (got < len) {
-            ssize_t n = ::pread(fd, out + got, len - got, static_cast<off_t>(off + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        ::close(fd);
-        if (got != len) return false;
-        later_.push_back({off, std::vector<std::byte>(out, out + len)});
-        return true;
-    }
-
-private:
-    static bool copy_from(const std::vector<Range>& ranges, std::uint64_t off, std::size_t len, std::byte* out) {
-        for (const auto& r : ranges)
-            if (off >= r.off && off - r.off <= r.data.size() && len <= r.data.size() - (off - r.off)) {
-                std::memcpy(out, r.data.data() + (off - r.off), len);
-                return true;
-            }
-        return false;
-    }
-
-    std::string path_;
-    std::vector<std::byte> head_buf_;
-    std::vector<Range> kept_;  // immutable after construction
-    mutable std::mutex mu_;
-    mutable std::vector<Range> later_;
-    mutable std::optional<std::vector<std::byte>> all_;
-};
-
-}  // namespace
 
 OpenResult SharedFs::open(const std::string& path) {
     {
@@ -128,7 +19,7 @@ OpenResult SharedFs::open(const std::string& path) {
     // first answer stored wins, so every engine sees one FileImage per path.
     ldshim::host::RealFs real;
     OpenResult r = real.open(path);
-    if (r.image) r.image = std::make_shared<KeptImage>(path, *r.image);
+    if (r.image) r.image = ldshim::host::keep_image(path, *r.image);
     std::lock_guard lock(mu_);
     return opened_.emplace(path, std::move(r)).first->second;
 }

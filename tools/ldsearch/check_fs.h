@@ -14,10 +14,8 @@
 
 namespace ldsearch {
 
-// Thread-safe.  A file's image keeps what the loader's first read returned
-// and every range read from it since (the headers and dynamic section the
-// facts readers ask for), not the descriptor: a range not kept yet is read
-// by opening the file again.  Files are assumed not to change during a run.
+// Thread-safe.  A file's image is kept without its descriptor
+// (host/kept_image.h).  Files are assumed not to change during a run.
 class SharedFs final : public ldshim::loader::Fs {
 public:
     ldshim::loader::OpenResult open(const std::string& path) override;
