@@ -145,13 +145,14 @@ AnswerViews views(const Answers& a) {
 }
 
 // The cache file: both answers, each with its length.
-constexpr std::string_view kCacheHead = "ldshim loader answers v3\n";
+constexpr std::string_view kCacheHead = "ldshim loader answers v4\n";  // v4: the probe's digest
 
 std::string serialise(const Answers& a) {
     std::string out(kCacheHead);
     out += "help " + (a.help ? std::to_string(a.help->size()) : std::string("none")) + "\n";
     if (a.help) out += *a.help;
-    out += "probe " + std::to_string(a.probe.size()) + "\n" + a.probe;
+    std::string probe = loader::probe_digest(a.probe);
+    out += "probe " + std::to_string(probe.size()) + "\n" + probe;
     return out;
 }
 
@@ -229,7 +230,7 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
         }
     };
     auto mix_str = [&](const std::string& s) { mix(s.data(), s.size() + 1); };
-    mix_str("ldshim-loader-config-v4");
+    mix_str("ldshim-loader-config-v5");
     mix_str(rtld);
     struct stat st {};
     if (::stat(rtld.c_str(), &st) == 0) {
@@ -249,17 +250,22 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
 
 }  // namespace
 
+namespace {
+bool steers_cpu_view(std::string_view e) { return e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK="); }
+}  // namespace
+
 LoaderCpuEnv LoaderCpuEnv::of(const std::vector<std::string>& environment) {
     LoaderCpuEnv env;
     for (const auto& e : environment)
-        if (e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK=")) env.entries.push_back(e);
+        if (steers_cpu_view(e)) env.entries.push_back(e);
     return env;
 }
 
 LoaderCpuEnv LoaderCpuEnv::of_this_process() {
-    std::vector<std::string> all;
-    for (char** e = environ; e && *e; ++e) all.emplace_back(*e);
-    return of(all);
+    LoaderCpuEnv env;
+    for (char** e = environ; e && *e; ++e)
+        if (steers_cpu_view(*e)) env.entries.emplace_back(*e);
+    return env;
 }
 
 std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {

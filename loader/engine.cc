@@ -585,9 +585,9 @@ std::optional<LoadError> Engine::walk_deps(std::vector<int> queue) {
 
 // Startup, as rtld's dl_main: the program, ld.so and the vDSO, the search
 // lists, the preloads, then the dependencies breadth first.
-StartResult Engine::start(const std::string& program) {
+StartResult Engine::start(const std::string& program, OpenResult opened) {
     StartResult res;
-    auto img = fs_.open(program);
+    auto img = opened.image ? std::move(opened) : fs_.open(program);
     if (!img.image) {
         res.ok = false;
         res.error = LoadError{program, "cannot open", img.error}.text();

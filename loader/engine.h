@@ -105,8 +105,9 @@ public:
     Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, EngineOptions opts);
 
     // Startup: the main program, ld.so, the vDSO, search paths, preloads and
-    // the breadth-first DT_NEEDED walk.  `program` is the file to read.
-    StartResult start(const std::string& program);
+    // the breadth-first DT_NEEDED walk.  `program` is the file to read;
+    // `opened`, if the caller already opened it through the same Fs.
+    StartResult start(const std::string& program, OpenResult opened = {});
 
     // dlopen/dlmopen after startup.  On failure the objects it added are
     // removed again, as glibc does; what the search learned is kept.

@@ -104,6 +104,10 @@ struct ProbeFacts {
 
 std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error);
 
+// The lines of a probe output that parse_loader_probe reads, in order (what
+// a cache keeps: a fifth of the text, parsed on every ldsearch run).
+std::string probe_digest(std::string_view text);
+
 // The configuration from both answers a loader gives: `help` is its --help
 // text (nullopt when it has none: glibc before 2.33), `probe` the probe's
 // debug output.  --help says which glibc-hwcaps levels are supported and

@@ -28,9 +28,8 @@ struct SearchLine {
 
 std::optional<SearchLine> search_line(std::string_view line) {
     constexpr std::string_view kHead = " search path=";
-    auto at = line.find(kHead);
-    if (at == std::string_view::npos) return std::nullopt;
-    line.remove_prefix(at + kHead.size());
+    if (!line.starts_with(kHead)) return std::nullopt;
+    line.remove_prefix(kHead.size());
     SearchLine out;
     auto tab = line.find("\t\t(");
     if (tab == std::string_view::npos || !line.ends_with(')')) return std::nullopt;
@@ -144,25 +143,55 @@ struct ProbeSearch {
     bool tried_after = false;  // a file in kProbeAfterDir was tried
 };
 
-std::vector<ProbeSearch> probe_searches(std::string_view text, std::string& cache_path) {
-    std::vector<ProbeSearch> out;
+// What a loader's debug line says after its "PID:\t" prefix.
+std::string_view message_of(std::string_view line) {
+    auto p = line.find(":\t");
+    return p == std::string_view::npos ? line : line.substr(p + 2);
+}
+
+// The probe lines the parser reads, by their start; every other line (most
+// are "trying file=") is ignored, and left out of the cached copy.
+enum class ProbeLine { other, find, cache, tried_after, search };
+
+ProbeLine classify(std::string_view message) {
+    constexpr std::string_view kFind = "find library=", kCache = " search cache=", kTrying = "  trying file=";
+    if (message.starts_with(kFind)) return ProbeLine::find;
+    if (message.starts_with(kCache)) return ProbeLine::cache;
+    if (message.starts_with(" search path=")) return ProbeLine::search;
+    if (!message.starts_with(kTrying)) return ProbeLine::other;
+    auto file = message.substr(kTrying.size());
+    return file.starts_with(kProbeAfterDir) && file.size() > kProbeAfterDir.size() && file[kProbeAfterDir.size()] == '/'
+               ? ProbeLine::tried_after
+               : ProbeLine::other;
+}
+
+// Calls f(line, kind) for each line the parser reads.
+template <class F>
+void for_each_probe_line(std::string_view text, F&& f) {
     while (!text.empty()) {
         auto nl = text.find('\n');
         std::string_view line = text.substr(0, nl);
         text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-        if (line.find("find library=") != std::string_view::npos) out.emplace_back();
-        if (out.empty()) continue;
-        if (auto c = line.find(" search cache="); c != std::string_view::npos && cache_path.empty())
-            cache_path = std::string(line.substr(c + 14));
-        if (auto t = line.find("  trying file="); t != std::string_view::npos)
-            out.back().tried_after |= line.substr(t + 14).starts_with(std::string(kProbeAfterDir) + "/");
-        auto s = search_line(line);
-        if (!s) continue;
+        if (auto kind = classify(message_of(line)); kind != ProbeLine::other) f(line, kind);
+    }
+}
+
+std::vector<ProbeSearch> probe_searches(std::string_view text, std::string& cache_path) {
+    std::vector<ProbeSearch> out;
+    for_each_probe_line(text, [&](std::string_view line, ProbeLine kind) {
+        if (kind == ProbeLine::find) out.emplace_back();
+        if (out.empty()) return;
+        std::string_view m = message_of(line);
+        if (kind == ProbeLine::tried_after) out.back().tried_after = true;
+        if (kind == ProbeLine::cache && cache_path.empty()) cache_path = std::string(m.substr(14));
+        if (kind != ProbeLine::search) return;
+        auto s = search_line(m);
+        if (!s) return;
         if (s->label == "LD_LIBRARY_PATH" && !out.back().env)
             out.back().env = std::move(s);
         else if (s->label == "system search path" && !out.back().system)
             out.back().system = std::move(s);
-    }
+    });
     return out;
 }
 
@@ -180,6 +209,15 @@ LoaderBehaviour behaviour_of(const std::vector<ProbeSearch>& searches) {
 }
 
 }  // namespace
+
+std::string probe_digest(std::string_view text) {
+    std::string out;
+    for_each_probe_line(text, [&](std::string_view line, ProbeLine) {
+        out += line;
+        out += '\n';
+    });
+    return out;
+}
 
 std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error) {
     ProbeFacts f;

@@ -16,8 +16,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& env : envs.execs)
         if (ldsearch::loader_env_value(env, "LD_LIBRARY_PATH").value_or("").size() > size) return 1;
     std::string why;
-    if (auto cfg = ldshim::loader::config_from_answers(std::nullopt, text, &why))
+    if (auto cfg = ldshim::loader::config_from_answers(std::nullopt, text, &why)) {
         if (cfg->subdirs.empty() || !cfg->subdirs.back().empty()) return 1;  // the directory itself comes last
+        // The cached digest must parse to the same configuration.
+        auto digest = ldshim::loader::config_from_answers(std::nullopt, ldshim::loader::probe_digest(text), &why);
+        if (!digest || digest->system_dirs != cfg->system_dirs || digest->subdirs != cfg->subdirs ||
+            digest->platform != cfg->platform || digest->dst_lib != cfg->dst_lib ||
+            digest->behaviour.non_directory_ends_list != cfg->behaviour.non_directory_ends_list ||
+            digest->behaviour.root_dir_stat_bug != cfg->behaviour.root_dir_stat_bug)
+            __builtin_trap();
+    }
     if (auto cfg = ldshim::loader::parse_ld_so_help(text, &why))
         if (cfg->system_dirs.empty()) return 1;
     auto r = ldsearch::parse_ld_debug_log(text);

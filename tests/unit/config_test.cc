@@ -177,6 +177,25 @@ TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
     }
 }
 
+// The cache keeps only the probe lines the parser reads: the same
+// configuration from a fraction of the text.
+TEST(LoaderProbe, the_cached_digest_of_the_probe_gives_the_same_configuration) {
+    std::string text = probe_text(), err;
+    std::string digest = probe_digest(text);
+    auto whole = config_from_answers(std::nullopt, text, &err);
+    auto part = config_from_answers(std::nullopt, digest, &err);
+    ASSERT_TRUE(whole && part) << err;
+    EXPECT_EQ(part->system_dirs, whole->system_dirs);
+    EXPECT_EQ(part->subdirs, whole->subdirs);
+    EXPECT_EQ(part->platform, whole->platform);
+    EXPECT_EQ(part->dst_lib, whole->dst_lib);
+    EXPECT_EQ(part->cache_path, whole->cache_path);
+    EXPECT_EQ(part->behaviour.root_dir_stat_bug, whole->behaviour.root_dir_stat_bug);
+    EXPECT_EQ(part->behaviour.non_directory_ends_list, whole->behaviour.non_directory_ends_list);
+    EXPECT_LT(digest.size() * 3, text.size()) << "the trying-file lines are left out";
+    EXPECT_EQ(probe_digest(digest), digest);
+}
+
 // glibc 2.31's legacy list on a Haswell: the platform is a string of its
 // own, so "x86_64" once is the hwcap bit, and "haswell" is only the platform.
 TEST(LoaderProbe, a_glibc_2_31_search_gives_its_subdirectories_platform_and_lib) {

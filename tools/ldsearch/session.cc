@@ -86,9 +86,9 @@ int open_fs(const Options& o, Session& s) {
     return kOk;
 }
 
-// Finds PROGRAM and checks that this loader would run it; sets s.path and
-// `interp` (its PT_INTERP).
-int open_program(const Options& o, Session& s, std::string& interp) {
+// Finds PROGRAM and checks that this loader would run it; sets s.path,
+// `interp` (its PT_INTERP) and `opened` (for the engine: read once).
+int open_program(const Options& o, Session& s, std::string& interp, OpenResult& opened) {
     const std::string& program = o.program;
     // PROGRAM without a slash is looked up in PATH, as a shell would; argv[0]
     // (and so every "from file" label) stays as typed.
@@ -119,6 +119,7 @@ int open_program(const Options& o, Session& s, std::string& interp) {
         return kBadInput;
     }
     interp = *facts.facts.interp;
+    opened = std::move(img);
     return kOk;
 }
 
@@ -176,9 +177,10 @@ std::string Session::host(const std::string& p) const {
 
 int start_session(const Options& o, Session& s) {
     std::string interp;
+    OpenResult program;
     std::optional<LoaderConfig> cfg;
     if (int status = open_fs(o, s); status != kOk) return status;
-    if (int status = open_program(o, s, interp); status != kOk) return status;
+    if (int status = open_program(o, s, interp, program); status != kOk) return status;
     if (int status = load_config(o, s, interp, cfg); status != kOk) return status;
     s.engine_options = engine_options(o, s);
     s.printer.emplace(stdout, !o.all_lines);
@@ -186,7 +188,7 @@ int start_session(const Options& o, Session& s) {
                       : o.mode == Mode::tree        ? nullptr
                                                     : &*s.printer;
     s.engine = std::make_unique<Engine>(std::move(*cfg), *s.fs, s.cache, sink, s.engine_options);
-    s.start = s.engine->start(s.path);
+    s.start = s.engine->start(s.path, std::move(program));
     return kOk;
 }
 
