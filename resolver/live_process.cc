@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -109,7 +110,7 @@ struct LiveProcess::Fresh {
 };
 
 struct LiveProcess::Scan {
-    std::vector<Step> steps;  // every object, in walk order
+    std::span<const Step> steps;  // every object, in walk order (in room_, until the next walk)
     std::vector<Fresh> fresh;
     host::LoadCounters counters;
     WordsSeen words;
@@ -334,7 +335,7 @@ LiveProcess::Scan LiveProcess::scan_locked() {
     Scan s;
     s.counters = room.counters;
     s.words = room.words;
-    s.steps = room.steps.items();
+    s.steps = std::span<const Step>(room.steps.items());
     const auto& segments = room.segments.items();
     for (const Visited& v : room.objects.items()) {
         Fresh f{{v.addr, v.phdr}, room.text.at(v.name), {}, std::nullopt};
