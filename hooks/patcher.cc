@@ -248,9 +248,7 @@ struct RawCandidate {
     bool lazy, plainly_writable;
     std::size_t object, version;  // offsets in the text; npos: none
 };
-struct Segment {
-    std::uintptr_t lo, hi;
-};
+using host::Segment;
 struct ScanRoom {
     host::Scratch<RawCandidate> found;
     host::Scratch<std::uintptr_t> confirmed, scanned;  // slots holding a hook; bases scanned

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -48,6 +49,11 @@ void for_each_loaded(Visit&& visit) {
         },
         const_cast<void*>(static_cast<const void*>(std::addressof(visit))));
 }
+
+// One PT_LOAD segment of a walked object, [lo, hi) in this process.
+struct Segment {
+    std::uintptr_t lo, hi;
+};
 
 // Items collected during a walk: push() never allocates.  When the reserved
 // room is full the item is dropped and overflowed() says so; the walk is then

@@ -49,9 +49,7 @@ struct Visited {
     std::size_t first_segment, segments;
     std::size_t facts, facts_size;  // in the text; npos: not copied
 };
-struct Segment {
-    std::uintptr_t lo, hi;
-};
+using host::Segment;
 struct Step {
     void* known;          // the matched LiveProcess::Known (private there), or nullptr
     std::size_t visited;  // else: the index in ScanRoom::objects
