@@ -22,6 +22,7 @@
 #include "memtype/epoch.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -123,7 +124,7 @@ inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
 }
 }  // namespace detail
 
-class Registry {
+class alignas(64) Registry {
 public:
     Registry();
     ~Registry();  // no reader may be running
@@ -206,9 +207,12 @@ private:
     void reclaim(bool force);
     void retire_tree(const void* node, unsigned h);
 
-    EpochDomain* dom_;  // the process-wide reader slots
+    // What every lookup reads, alone on its cache line: the writer's own
+    // state (the lock, counters, pools) below changes on every update, and a
+    // line the writer stores to costs each reader a miss on its next lookup.
+    alignas(64) EpochDomain* dom_;  // the process-wide reader slots
     std::atomic<std::uintptr_t> root_;
-    std::atomic<std::size_t> count_{0};
+    alignas(64) std::atomic<std::size_t> count_{0};
     std::atomic<std::size_t> live_bytes_{0};
     std::atomic<std::size_t> held_bytes_{0};
     std::mutex write_mu_;
@@ -227,6 +231,8 @@ private:
     // Unlinked nodes waiting for readers (tagged: low bit set for leaves).
     std::vector<void*> pending_;
     std::size_t pending_bytes_ = 0;
+    std::size_t next_try_bytes_ = 0;  // pending bytes at which to read the clock again
+    std::chrono::steady_clock::time_point last_round_{};
     std::vector<Batch> batches_;
 };
 

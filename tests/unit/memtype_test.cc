@@ -223,6 +223,18 @@ struct MapModel {
         std::uint64_t gen;
     };
     std::map<std::uintptr_t, E> m;
+    // The registry's whole list equals the model: bases, lengths, generations.
+    void expect_entries_of(const Registry& r) const {
+        auto all = r.entries();
+        ASSERT_EQ(all.size(), m.size());
+        auto it = m.begin();
+        for (const Info& i : all) {
+            ASSERT_EQ(i.base, it->first);
+            ASSERT_EQ(i.length, it->second.last - it->first + 1);
+            ASSERT_EQ(i.generation, it->second.gen);
+            ++it;
+        }
+    }
     void cut(std::uintptr_t b, std::uintptr_t l) {
         auto it = m.upper_bound(b);
         if (it != m.begin()) --it;
@@ -293,16 +305,7 @@ TEST(Memtype, deep_trees_match_a_map_of_entries) {
             check_at(rng() % kSpace, op);
             ASSERT_EQ(r.size(), m.m.size()) << "seed " << seed << " op " << op;
             peak = std::max(peak, m.m.size());
-            if (op % 10000 == 0) {
-                auto all = r.entries();
-                ASSERT_EQ(all.size(), m.m.size());
-                auto it = m.m.begin();
-                for (const Info& i : all) {
-                    ASSERT_EQ(i.base, it->first);
-                    ASSERT_EQ(i.length, it->second.last - it->first + 1);
-                    ++it;
-                }
-            }
+            if (op % 10000 == 0) m.expect_entries_of(r);
         }
         EXPECT_GT(peak, 10000u);  // two interior levels over the leaves
         std::printf("[ SIZE     ] seed %u: up to %zu ranges\n", seed, peak);
@@ -310,6 +313,54 @@ TEST(Memtype, deep_trees_match_a_map_of_entries) {
         EXPECT_EQ(r.size(), 0u);
         EXPECT_EQ(r.memory_bytes(), 0u);
     }
+}
+
+// Allocation-like churn: whole ranges freed and registered again (mostly
+// with the same device, as an allocator reuses what was freed), mixed with
+// cuts and inserts across ranges, against the map of entries, with every
+// search version.
+TEST(Memtype, free_and_reuse_churn_matches_a_map_of_entries) {
+    const detail::Isa before = detail::current_isa();
+    Registry r;
+    MapModel m;
+    std::mt19937_64 rng(5);
+    constexpr std::uintptr_t kBase = 0x100000, kStep = 0x100, kLen = 0x80;
+    constexpr std::size_t kRanges = 3000;
+    auto put = [&](std::uintptr_t b, std::uintptr_t n, Type t, int dev) {
+        m.cut(b, b + n - 1);
+        m.m[b] = {b + n - 1, t, dev, r.insert(b, n, t, dev)};
+    };
+    for (std::size_t i = 0; i < kRanges; ++i) put(kBase + i * kStep, kLen, Type::cuda, static_cast<int>(i % 3));
+    const detail::Isa isas[] = {detail::Isa::scalar, detail::Isa::avx2, detail::Isa::avx512};
+    for (std::uint64_t op = 0; op < 300000; ++op) {
+        std::size_t i = rng() % kRanges;
+        std::uintptr_t b = kBase + i * kStep;
+        unsigned what = rng() % 100;
+        if (what < 45) {
+            r.remove(b, kLen);
+            m.cut(b, b + kLen - 1);
+        } else if (what < 90) {
+            put(b, kLen, static_cast<Type>(1 + rng() % 4), static_cast<int>(i % 3 + (what % 8 == 0)));
+        } else if (what < 95) {  // across several ranges
+            std::uintptr_t n = 1 + rng() % (8 * kStep);
+            r.remove(b + kLen / 2, n);
+            m.cut(b + kLen / 2, b + kLen / 2 + n - 1);
+        } else {
+            put(b + rng() % kStep, 1 + rng() % (4 * kStep), Type::host, 7);
+        }
+        detail::use_isa(isas[op % 3]);  // false (unchanged) where the CPU lacks it
+        for (std::uintptr_t p : {b - 1, b, b + kLen - 1, b + kLen, b + kStep - 1, kBase + rng() % (kRanges * kStep)}) {
+            Info got = r.lookup(p), want = m.at(p);
+            ASSERT_EQ(got.type, want.type) << "op " << op << " at " << p;
+            ASSERT_EQ(got.base, want.base) << "op " << op << " at " << p;
+            ASSERT_EQ(got.length, want.length) << "op " << op << " at " << p;
+            ASSERT_EQ(got.generation, want.generation) << "op " << op << " at " << p;
+            ASSERT_EQ(got.device, want.device) << "op " << op << " at " << p;
+        }
+        ASSERT_EQ(r.size(), m.m.size()) << "op " << op;
+        if (op % 20000 == 0) m.expect_entries_of(r);
+    }
+    detail::use_isa(before);
 }
 
 // The search is chosen for the CPU (AVX-512, AVX2 or scalar); every version
@@ -411,6 +462,60 @@ TEST(Memtype, readers_only_see_consistent_published_entries) {
                     if (v.device < last_version) bad++;
                     last_version = v.device;
                 }
+            }
+        });
+    writer.join();
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_GT(reads.load(), 1000u);
+}
+
+// Readers racing frees and re-registrations of whole ranges, as the hooks
+// make them.  Every third range is never removed, so a gap never
+// covers one; an entry is always a whole range with its own device; a gap
+// starts right after a range and ends right before one; and the generation
+// a reader sees for a range never goes backwards.
+TEST(Memtype, readers_race_frees_and_reuse_of_whole_ranges) {
+    Registry r;
+    constexpr std::uintptr_t kBase = 0x100000, kStep = 0x100, kLen = 0x80;
+    constexpr std::size_t kRanges = 600;
+    for (std::size_t i = 0; i < kRanges; ++i) r.insert(kBase + i * kStep, kLen, Type::cuda, static_cast<int>(i));
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> bad{0}, reads{0};
+    std::thread writer([&] {
+        std::mt19937 rng(3);
+        for (int k = 0; k < 200000; ++k) {
+            std::size_t i = rng() % kRanges;
+            if (i % 3 == 0) continue;
+            std::uintptr_t b = kBase + i * kStep;
+            r.remove(b, kLen);
+            r.insert(b, kLen, static_cast<Type>(1 + rng() % 4), static_cast<int>(i));
+            if (rng() % 2) r.remove(b, kLen);
+        }
+        stop = true;
+    });
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 2; ++t)
+        readers.emplace_back([&, t] {
+            std::mt19937 rng(200 + t);
+            std::vector<std::uint64_t> seen(kRanges, 0);
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::uintptr_t p = kBase + rng() % (kRanges * kStep);
+                Info e = r.lookup(p);
+                reads.fetch_add(1, std::memory_order_relaxed);
+                if (p < e.base || p - e.base >= e.length) bad++;
+                if (e.type != Type::unregistered) {
+                    std::size_t i = (e.base - kBase) / kStep;
+                    if (e.base != kBase + i * kStep || e.length != kLen || e.device != static_cast<int>(i)) bad++;
+                    if (e.generation < seen[i]) bad++;
+                    seen[i] = e.generation;
+                    continue;
+                }
+                std::uintptr_t last = e.base + (e.length - 1);  // a gap may reach the top
+                if (e.base != 0 && (e.base - kBase) % kStep != kLen) bad++;
+                if (last < kBase + kRanges * kStep && (last + 1 - kBase) % kStep != 0) bad++;
+                for (std::size_t i = 0; i < kRanges; i += 3)
+                    if (kBase + i * kStep >= e.base && kBase + i * kStep <= last) bad++;
             }
         });
     writer.join();
