@@ -146,6 +146,19 @@ bool loaded_fast(const char* file, const char*& path) noexcept {
     return lp && lp->loaded_fast(file, path);
 }
 
+// The fast path's answer: `file` is one of the loaded object's own names
+// (l_name, l_libname, SONAME; path is its l_name, nullptr for the main
+// program).  glibc looks for a loaded object by name before any search, in
+// load order and whoever calls, so the name asked for gives the same object
+// and the same bookkeeping (a SONAME match is recorded as glibc records it);
+// an absolute l_name would cost glibc a long strcmp against every loaded
+// object's name.  Marked as forwarded, so a wrapper that sends it straight
+// back reaches glibc instead of coming round again.
+void* open_loaded(void* (*next)(const char*, int), const char* file, const char* path, int mode) {
+    const char* name = path ? file : nullptr;
+    return open_through(reinterpret_cast<void*>(next), name, false, [&] { return next(name, mode); });
+}
+
 bool came_back(const char* file, const void* next) {
     return file && file == t_forwarded_file && next == t_forwarded_next;
 }
@@ -187,7 +200,7 @@ void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, con
     if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
     if (const char* path = nullptr; loaded_fast(file, path)) {
         t_error_set = false;
-        return next(path, mode);  // by its own name: the same object, one more reference
+        return open_loaded(next, file, path, mode);
     }
     Resolution r;
     if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
@@ -202,7 +215,7 @@ ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* cal
     if (came_back(file, reinterpret_cast<void*>(next))) return LDSHIM_ERR_UNSUPPORTED;
     if (const char* path = nullptr; loaded_fast(file, path)) {
         t_error_set = false;
-        *handle = next(path, mode);
+        *handle = open_loaded(next, file, path, mode);
         return LDSHIM_OK;
     }
     Resolution r;
