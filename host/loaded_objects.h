@@ -95,7 +95,9 @@ public:
     void reset(std::size_t room) {
         room = std::max(room, wanted_);
         if (room_ < room) {
-            bytes_ = std::make_unique_for_overwrite<std::byte[]>(room);  // written before read
+            // Not zeroed: every byte is written before it is read
+            // (make_unique_for_overwrite would say so, from GCC 11 only).
+            bytes_.reset(new std::byte[room]);
             room_ = room;
         }
         used_ = wanted_ = 0;
