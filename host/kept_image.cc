@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -59,15 +58,9 @@ private:
 bool pread_path(const std::string& path, std::uint64_t off, std::size_t len, std::byte* out) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return false;
-    std::size_t got = 0;
-    while (got < len) {
-        ssize_t n = ::pread(fd, out + got, len - got, static_cast<off_t>(off + got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
+    bool ok = pread_exactly(fd, off, len, out);
     ::close(fd);
-    return got == len;
+    return ok;
 }
 
 class KeptImage final : public FileImage {

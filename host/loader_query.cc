@@ -248,10 +248,9 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     return hex;
 }
 
-}  // namespace
-
-namespace {
+// The variables that change the loader's view of the CPU.
 bool steers_cpu_view(std::string_view e) { return e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK="); }
+
 }  // namespace
 
 LoaderCpuEnv LoaderCpuEnv::of(const std::vector<std::string>& environment) {

@@ -61,15 +61,7 @@ public:
             std::memcpy(out, head_.data() + off, len);
             return true;
         }
-        if (!regular_) return false;
-        std::size_t got = 0;
-        while (got < len) {
-            ssize_t n = ::pread(fd_, out + got, len - got, static_cast<off_t>(off + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
-            got += static_cast<std::size_t>(n);
-        }
-        return true;
+        return regular_ && pread_exactly(fd_, off, len, out);
     }
 
     std::span<const std::byte> bytes() const override {
@@ -124,6 +116,17 @@ FileVersion version_of(const struct stat& st) {
 }
 
 }  // namespace
+
+bool pread_exactly(int fd, std::uint64_t off, std::size_t len, std::byte* out) {
+    std::size_t got = 0;
+    while (got < len) {
+        ssize_t n = ::pread(fd, out + got, len - got, static_cast<off_t>(off + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        got += static_cast<std::size_t>(n);
+    }
+    return true;
+}
 
 OpenResult RealFs::open_versioned(const std::string& path, FileVersion* version) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

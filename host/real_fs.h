@@ -15,20 +15,6 @@ namespace ldshim::host {
 using loader::Fs;
 using loader::OpenResult;
 
-// The real filesystem.  Files are opened non-blocking (a FIFO on a search
-// path cannot hang the caller) and read with pread(2) on demand.
-struct FileVersion;
-
-class RealFs final : public Fs {
-public:
-    OpenResult open(const std::string& path) override;
-    // open() that also says which version of the file it read.
-    static OpenResult open_versioned(const std::string& path, FileVersion* version);
-    StatResult stat(const std::string& path) override;
-    std::string cwd() override;
-    std::optional<std::string> realpath(const std::string& path) override;
-};
-
 // What tells whether a file changed since it was read: its identity, size,
 // and modification and status-change times (a write moves the first; a
 // chmod, chown, ACL change, rename or new link moves the second).
@@ -40,6 +26,22 @@ struct FileVersion {
     std::uint32_t mode = 0;
     friend bool operator==(const FileVersion&, const FileVersion&) = default;
 };
+
+// The real filesystem.  Files are opened non-blocking (a FIFO on a search
+// path cannot hang the caller) and read with pread(2) on demand.
+class RealFs final : public Fs {
+public:
+    OpenResult open(const std::string& path) override;
+    // open() that also says which version of the file it read.
+    static OpenResult open_versioned(const std::string& path, FileVersion* version);
+    StatResult stat(const std::string& path) override;
+    std::string cwd() override;
+    std::optional<std::string> realpath(const std::string& path) override;
+};
+
+// Exactly `len` bytes at `off` (pread(2), resumed after EINTR and short
+// reads); false at end of file or on an error.
+bool pread_exactly(int fd, std::uint64_t off, std::size_t len, std::byte* out);
 
 // RealFs for an engine that searches for the same libraries again and again
 // (the runtime resolver: a plugin loaded and unloaded in a loop).  An ELF

@@ -319,13 +319,18 @@ void Engine::add_name(int idx, const std::string& name) {
 
 int Engine::add_object(Object o) {
     int idx = static_cast<int>(objects_.size());
+    objects_.push_back(std::move(o));
+    index_object(idx);
+    return idx;
+}
+
+void Engine::index_object(int idx) {
+    const Object& o = objects_[static_cast<std::size_t>(idx)];
     by_name_[o.name].push_back(idx);
     for (const auto& n : o.names)
         if (n != o.name) by_name_[n].push_back(idx);
     if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
     if (o.id.valid()) by_id_[o.id].push_back(idx);
-    objects_.push_back(std::move(o));
-    return idx;
 }
 
 std::optional<std::string> Engine::origin_of_path(const std::string& path) {
@@ -792,15 +797,7 @@ bool Engine::compact(std::vector<int>* remap_out) {
     by_name_.clear();
     by_soname_.clear();
     by_id_.clear();
-    for (std::size_t i = 0; i < objects_.size(); ++i) {
-        const Object& o = objects_[i];
-        int idx = static_cast<int>(i);
-        by_name_[o.name].push_back(idx);
-        for (const auto& n : o.names)
-            if (n != o.name) by_name_[n].push_back(idx);
-        if (o.facts.soname && !o.soname_added) by_soname_[*o.facts.soname].push_back(idx);
-        if (o.id.valid()) by_id_[o.id].push_back(idx);
-    }
+    for (std::size_t i = 0; i < objects_.size(); ++i) index_object(static_cast<int>(i));
     return true;
 }
 

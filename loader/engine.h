@@ -197,6 +197,7 @@ private:
     int match_loaded(const std::string& name, unsigned ns);
     void add_name(int idx, const std::string& name);
     int add_object(Object o);
+    void index_object(int idx);  // into by_name_, by_soname_, by_id_; forget() takes it out
     std::optional<std::string> origin_of_path(const std::string& path);
     std::optional<LoadError> load_deps(std::vector<int> roots);
     std::optional<LoadError> walk_deps(std::vector<int> queue);

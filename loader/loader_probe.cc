@@ -152,9 +152,9 @@ std::string_view message_of(std::string_view line) {
 // The probe lines the parser reads, by their start; every other line (most
 // are "trying file=") is ignored, and left out of the cached copy.
 enum class ProbeLine { other, find, cache, tried_after, search };
+constexpr std::string_view kFind = "find library=", kCache = " search cache=", kTrying = "  trying file=";
 
 ProbeLine classify(std::string_view message) {
-    constexpr std::string_view kFind = "find library=", kCache = " search cache=", kTrying = "  trying file=";
     if (message.starts_with(kFind)) return ProbeLine::find;
     if (message.starts_with(kCache)) return ProbeLine::cache;
     if (message.starts_with(" search path=")) return ProbeLine::search;
@@ -165,25 +165,25 @@ ProbeLine classify(std::string_view message) {
                : ProbeLine::other;
 }
 
-// Calls f(line, kind) for each line the parser reads.
+// Calls f(line, message, kind) for each line the parser reads.
 template <class F>
 void for_each_probe_line(std::string_view text, F&& f) {
     while (!text.empty()) {
         auto nl = text.find('\n');
         std::string_view line = text.substr(0, nl);
         text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-        if (auto kind = classify(message_of(line)); kind != ProbeLine::other) f(line, kind);
+        std::string_view message = message_of(line);
+        if (auto kind = classify(message); kind != ProbeLine::other) f(line, message, kind);
     }
 }
 
 std::vector<ProbeSearch> probe_searches(std::string_view text, std::string& cache_path) {
     std::vector<ProbeSearch> out;
-    for_each_probe_line(text, [&](std::string_view line, ProbeLine kind) {
+    for_each_probe_line(text, [&](std::string_view, std::string_view m, ProbeLine kind) {
         if (kind == ProbeLine::find) out.emplace_back();
         if (out.empty()) return;
-        std::string_view m = message_of(line);
         if (kind == ProbeLine::tried_after) out.back().tried_after = true;
-        if (kind == ProbeLine::cache && cache_path.empty()) cache_path = std::string(m.substr(14));
+        if (kind == ProbeLine::cache && cache_path.empty()) cache_path = std::string(m.substr(kCache.size()));
         if (kind != ProbeLine::search) return;
         auto s = search_line(m);
         if (!s) return;
@@ -212,7 +212,7 @@ LoaderBehaviour behaviour_of(const std::vector<ProbeSearch>& searches) {
 
 std::string probe_digest(std::string_view text) {
     std::string out;
-    for_each_probe_line(text, [&](std::string_view line, ProbeLine) {
+    for_each_probe_line(text, [&](std::string_view line, std::string_view, ProbeLine) {
         out += line;
         out += '\n';
     });
