@@ -5,6 +5,7 @@
 // asked once per interpreter.
 #include "check.h"
 
+#include "arena.h"
 #include "check_fs.h"
 #include "check_report.h"
 #include "host/loader_query.h"
@@ -347,6 +348,8 @@ unsigned worker_count(unsigned jobs, std::size_t files) {
 }  // namespace
 
 int run_check(const Options& o) {
+    // Thousands of files: memory must be reused, so malloc from here on.
+    close_process_arena();
     Shared sh;
     sh.no_config_cache = o.no_cache;
     model_environment(sh.base, [](const std::string& name) -> std::optional<std::string> {
