@@ -81,6 +81,9 @@ public:
 // The payload of the LD_DEBUG line for `e` (without the "PID:\t" prefix), or
 // nullopt for events glibc does not print.
 std::optional<std::string> ld_debug_payload(const TraceEvent& e);
+// The same payload appended to `out`; false (and `out` unchanged) for events
+// glibc does not print.
+bool append_ld_debug_payload(std::string& out, const TraceEvent& e);
 
 // The four line kinds that ldsearch reproduces.
 bool is_search_line(std::string_view payload);
@@ -97,6 +100,7 @@ private:
     std::FILE* out_;
     bool only_;
     std::string prefix_;
+    std::string line_;
 };
 
 class TraceRecorder final : public TraceSink {
