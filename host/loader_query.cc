@@ -6,6 +6,7 @@
 #include "host/loader_query.h"
 
 #include "host/cpu.h"
+#include "host/real_fs.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string_view>
 #include <vector>
 
@@ -185,8 +185,7 @@ std::optional<AnswerViews> deserialise(std::string_view s) {
     return a;
 }
 
-// /proc/sys/kernel/random/boot_id's first line, read with one system call
-// (an ifstream's first use initialises the locale machinery: about 50 us).
+// /proc/sys/kernel/random/boot_id's first line, read with one system call.
 std::string boot_id() {
     int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return {};
@@ -196,28 +195,6 @@ std::string boot_id() {
     if (n <= 0) return {};
     std::string_view id(buf, static_cast<std::size_t>(n));
     return std::string(id.substr(0, id.find('\n')));
-}
-
-// The whole of a small file (the cache entry) with one open, fstat and read;
-// empty if it is missing or unreadable.
-std::string read_small_file(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return {};
-    std::string out;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1 << 24)) {
-        out.resize(static_cast<std::size_t>(st.st_size));
-        std::size_t got = 0;
-        while (got < out.size()) {
-            ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        out.resize(got);
-    }
-    ::close(fd);
-    return out;
 }
 
 // FNV-1a over everything that can change the loader's answer.
@@ -284,7 +261,8 @@ std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const s
                                                 const LoaderCpuEnv& env) {
     if (dir.empty()) return query_running_loader(rtld, error, env);
     std::string path = dir + "/loader-" + cache_key(rtld, env) + ".txt";
-    std::string file = read_small_file(path);
+    std::string file;
+    read_whole_file(path, file);  // missing or unreadable: empty, asked afresh
     if (auto cached = deserialise(file))
         if (auto cfg = config_of(rtld, *cached, nullptr)) return cfg;
     auto answers = ask_loader(rtld, env, error);
@@ -295,16 +273,7 @@ std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const s
     std::string parent = dir.substr(0, dir.rfind('/'));
     ::mkdir(parent.c_str(), 0700);
     ::mkdir(dir.c_str(), 0700);
-    std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
-    {
-        std::ofstream o(tmp, std::ios::trunc | std::ios::binary);
-        o << serialise(*answers);
-        if (!o) {
-            std::remove(tmp.c_str());
-            return cfg;
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+    replace_file(path, serialise(*answers));
     return cfg;
 }
 

@@ -128,6 +128,47 @@ bool pread_exactly(int fd, std::uint64_t off, std::size_t len, std::byte* out) {
     return true;
 }
 
+int read_whole_file(const std::string& path, std::string& out) {
+    out.clear();
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    // A regular file is read in one call of its size; anything else (a pipe,
+    // a /proc file that reports no size) until end of file.
+    struct stat st {};
+    const std::size_t size =
+        ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0;
+    int error = 0;
+    for (;;) {
+        const std::size_t at = out.size();
+        const std::size_t room = size ? size - at : 16384;
+        if (room == 0) break;
+        out.resize(at + room);
+        ssize_t n = ::read(fd, out.data() + at, room);
+        out.resize(at + static_cast<std::size_t>(n > 0 ? n : 0));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) error = errno;
+        if (n <= 0) break;
+    }
+    ::close(fd);
+    return error;
+}
+
+bool replace_file(const std::string& path, std::string_view bytes) {
+    std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    std::size_t put = 0;
+    while (put < bytes.size()) {
+        ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        put += static_cast<std::size_t>(n);
+    }
+    bool ok = ::close(fd) == 0 && put == bytes.size() && ::rename(tmp.c_str(), path.c_str()) == 0;
+    if (!ok) ::unlink(tmp.c_str());
+    return ok;
+}
+
 OpenResult RealFs::open_versioned(const std::string& path, FileVersion* version) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return {nullptr, errno};

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace ldshim::host {
@@ -42,6 +43,16 @@ public:
 // Exactly `len` bytes at `off` (pread(2), resumed after EINTR and short
 // reads); false at end of file or on an error.
 bool pread_exactly(int fd, std::uint64_t off, std::size_t len, std::byte* out);
+
+// The whole file at `path` into `out`; 0, or the errno of what failed.
+// Plain system calls: a file stream's first use costs the locale set-up, and
+// linking one brings libstdc++'s locale machinery into a static binary.
+int read_whole_file(const std::string& path, std::string& out);
+
+// Replaces the file at `path` by `bytes`, through a temporary file beside it
+// and rename(2), so that a reader sees the old file or the new one, never a
+// part.  False (and nothing left behind) on any error.
+bool replace_file(const std::string& path, std::string_view bytes);
 
 // RealFs for an engine that searches for the same libraries again and again
 // (the runtime resolver: a plugin loaded and unloaded in a loop).  An ELF

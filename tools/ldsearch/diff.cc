@@ -20,8 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 using namespace ldshim::loader;
 using namespace ldshim::host;
@@ -200,14 +198,12 @@ void replay_program(long pid, const LoggedProgram& prog, const Environment* env,
 
 int replay_files(const std::vector<std::string>& files, bool expect_envs, Totals& t) {
     for (const auto& f : files) {
-        std::ifstream in(f, std::ios::binary);
-        if (!in) {
-            std::fprintf(stderr, "ldsearch: %s: %s\n", f.c_str(), std::strerror(errno));
+        std::string log;
+        if (int error = ldshim::host::read_whole_file(f, log); error != 0) {
+            std::fprintf(stderr, "ldsearch: %s: %s\n", f.c_str(), std::strerror(error));
             return kBadCapture;
         }
-        std::stringstream ss;
-        ss << in.rdbuf();
-        LogParse p = parse_ld_debug_log(ss.str());
+        LogParse p = parse_ld_debug_log(log);
         if (!p.process) {
             std::fprintf(stderr, "ldsearch: %s: %s: not a capture of LD_DEBUG=libs,files\n", f.c_str(),
                          p.error.c_str());

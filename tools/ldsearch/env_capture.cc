@@ -1,13 +1,13 @@
 #include "tools/ldsearch/env_capture.h"
 
+#include "host/real_fs.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ldsearch {
 
@@ -55,11 +55,9 @@ void arm_env_recorder(const EnvRecorder& recorder) {
 EnvRecords read_env_records(const std::string& log, long pid) {
     std::size_t slash = log.rfind('/');
     std::string dir = slash == std::string::npos ? "." : log.substr(0, slash);
-    std::ifstream in(dir + kRecordsName + "." + std::to_string(pid), std::ios::binary);
-    if (!in) return {};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return parse_env_records(ss.str());
+    std::string records;
+    if (ldshim::host::read_whole_file(dir + kRecordsName + "." + std::to_string(pid), records) != 0) return {};
+    return parse_env_records(records);
 }
 
 }  // namespace ldsearch
