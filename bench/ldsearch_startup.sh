@@ -3,6 +3,9 @@
 # PROGRAM, `ldsearch PROGRAM` and `ld.so --list PROGRAM`, interleaved, with
 # the floors of both (a run that only prints its version) and an empty static
 # C program.  Prints medians and ratios (bench/spawn_wall.cc).
+# The binaries run as fresh `cp` copies: how a binary's pages came into the
+# page cache moves its start by up to 90 us (docs/performance.md), and a
+# copy puts every binary in the same state.
 #   bench/ldsearch_startup.sh [PROGRAM...]     (default: /bin/ls python3 gdb)
 #   BUILD=build-release bench/ldsearch_startup.sh   RUNS=800 ...
 set -eu
@@ -20,7 +23,10 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf 'int main(void) { return 0; }\n' > "$tmp/empty.c"
-cc -O2 -static "$tmp/empty.c" -o "$tmp/empty-static"
+cc -O2 -static "$tmp/empty.c" -o "$tmp/empty.out"
+cp "$tmp/empty.out" "$tmp/empty-static"
+cp "$LDSEARCH" "$tmp/ldsearch"
+LDSEARCH=$tmp/ldsearch
 echo "floors (baseline: ld.so --version)"
 "$WALL" "$RUNS" "$tmp/empty-static" "$LDSEARCH --version" "$RTLD --version"
 for prog in "$@"; do
