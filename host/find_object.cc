@@ -16,6 +16,8 @@ std::optional<ObjectExtent> find_object(const void* addr) noexcept {
                         reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), found.dlfo_link_map};
 }
 
+bool find_object_is_lock_free() noexcept { return true; }
+
 bool loader_lists_by_address(const void* addr) noexcept {
     dl_find_object found;
     return _dl_find_object(const_cast<void*>(addr), &found) == 0 && found.dlfo_map_start <= addr &&
@@ -47,6 +49,8 @@ std::optional<ObjectExtent> find_object(const void* addr) noexcept {
     if (dladdr1(addr, &info, &map, RTLD_DL_LINKMAP) != 0) out->link_map = map;
     return out;
 }
+
+bool find_object_is_lock_free() noexcept { return false; }
 
 bool loader_lists_by_address(const void*) noexcept { return true; }
 

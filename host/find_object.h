@@ -18,6 +18,8 @@ struct ObjectExtent {
 };
 
 std::optional<ObjectExtent> find_object(const void* addr) noexcept;
+// Whether find_object() answers without a walk (glibc 2.35 and later).
+bool find_object_is_lock_free() noexcept;
 
 // Whether the loader already lists the object mapped at `addr` for lookups
 // by address, which glibc 2.35 and later do only once it is relocated.

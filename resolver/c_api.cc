@@ -129,7 +129,10 @@ void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
     t_forwarded_file = saved_file;
     t_forwarded_next = saved_next;
     if (changes) {
-        LiveProcess::instance().note_changed();
+        // glibc's dlopen returns the object's link_map; another dlopen's
+        // handle is not read.
+        const bool glibc = next_id == reinterpret_cast<void*>(&host::libc_dlopen);
+        LiveProcess::instance().note_opened(glibc ? h : nullptr);
         if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
     }
     return h;

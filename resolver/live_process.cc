@@ -1,5 +1,6 @@
 #include "resolver/live_process.h"
 
+#include "host/find_object.h"
 #include "host/libc.h"
 #include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
@@ -349,7 +350,8 @@ LiveProcess::Scan LiveProcess::scan_locked() {
 // what came, and patch the address ranges -- work in proportion to what
 // changed, plus one walk that matches each survivor without copying it.
 void LiveProcess::sync_locked() {
-    if (unchanged_locked()) return;
+    if (unchanged_locked() || opened_went_alone_locked()) return;
+    opened_.reset();
     Scan s = scan_locked();
     adds_ = s.counters.adds;
     subs_ = s.counters.subs;
@@ -366,13 +368,40 @@ void LiveProcess::apply_scan(Scan& s) {
     if (same_as_last_walk(s)) {
         // Only objects that no walk showed can have gone (a plugin loaded
         // and unloaded again): what the engine added is forgotten.
-        for (int i : pending_) engine_->forget(i);
-        pending_.clear();
+        forget_pending_locked();
     } else {
         apply_changes(s);
+        std::vector<int> remap;
+        if (engine_->compact(&remap)) renumber(remap);
     }
+}
+
+void LiveProcess::forget_pending_locked() {
+    for (int i : pending_) engine_->forget(i);
+    pending_.clear();
     std::vector<int> remap;
     if (engine_->compact(&remap)) renumber(remap);
+}
+
+// A plugin loaded through ldshim and closed again is the common change
+// between two calls, and a walk to find it out costs in proportion to
+// everything loaded.  It is told exactly without one: since the dlopen that
+// added it (note_opened) the loader added nothing and removed one object,
+// and the loader no longer lists the plugin's address -- so that one object
+// was the plugin, and the model without it is the process.  Anything else
+// is left to the walk.
+bool LiveProcess::opened_went_alone_locked() {
+    if (!opened_) return false;
+    const Opened o = *opened_;
+    opened_.reset();
+    Generation now;
+    if (!words_ok_.load(std::memory_order_relaxed) || !read_generation(now)) return false;
+    if (now.adds != o.after.adds || now.nloaded + 1 != o.after.nloaded) return false;
+    if (pending_.size() != 1 || pending_[0] != o.object || host::find_object(o.dynamic)) return false;
+    forget_pending_locked();
+    synced_ = now;
+    dirty_ = false;
+    return true;
 }
 
 bool LiveProcess::same_as_last_walk(const Scan& s) const {
@@ -484,6 +513,27 @@ void LiveProcess::note_added(std::size_t from) {
 void LiveProcess::note_changed() {
     std::lock_guard<std::mutex> lock(mu_);
     dirty_ = true;
+}
+
+void LiveProcess::note_opened(const void* map) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+    opened_.reset();
+    // (Where telling the unload would cost a walk itself, the walk does it.)
+    if (!map || pending_.size() != 1 || !engine_ || !words_ok_.load(std::memory_order_relaxed) ||
+        !host::find_object_is_lock_free())
+        return;
+    // Exactly one object added to namespace 0 since the model was reconciled,
+    // and it is the one the model expected: glibc names it by the path
+    // ldshim handed it.
+    Generation after;
+    if (!read_generation(after) || after.adds != synced_.adds + 1 || after.nloaded != synced_.nloaded + 1) return;
+    const auto* lm = static_cast<const link_map*>(map);
+    const Object& expected = engine_->objects()[static_cast<std::size_t>(pending_[0])];
+    if (!lm->l_name || expected.name != lm->l_name || !lm->l_ld) return;
+    auto where = host::find_object(lm->l_ld);
+    if (!where || where->link_map != map) return;
+    opened_ = Opened{pending_[0], lm->l_ld, after};
 }
 
 Resolution LiveProcess::resolve(const void* caller, const char* file, bool noload, bool details, bool new_namespace) {

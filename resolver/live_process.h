@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -64,6 +65,13 @@ public:
     // Tell the model that a dlopen through ldshim loaded or failed, so the
     // next call sees the new objects (also caught by the counters).
     void note_changed();
+    // note_changed() after a dlopen through ldshim; `map` is the link_map it
+    // returned, or nullptr (it failed, or the handle came from another
+    // dlopen than glibc's and is not read).  If it added exactly the one
+    // object the model expected, where that object is mapped is kept, so
+    // that the next call can tell its unload, alone, without a walk
+    // (opened_went_alone_locked).
+    void note_opened(const void* map);
 
     // The instance if it was built, else nullptr (never builds it).
     static LiveProcess* existing();
@@ -128,6 +136,8 @@ private:
     void drop_known(const Known& k);
     void renumber(const std::vector<int>& remap);
     void note_added(std::size_t from);
+    bool opened_went_alone_locked();
+    void forget_pending_locked();
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;
@@ -156,7 +166,15 @@ private:
     host::LoaderWords words_;
     std::atomic<bool> words_ok_{false};
     bool words_bad_ = false;
-    Generation synced_;                         // what the model was last reconciled with
+    Generation synced_;  // what the model was last reconciled with
+    // The object ldshim's last dlopen added (note_opened), while it is the
+    // model's one pending object and nothing else changed.
+    struct Opened {
+        int object = -1;                // in the engine (pending_'s one entry)
+        const void* dynamic = nullptr;  // its l_ld: inside its mapping while it is loaded
+        Generation after;               // the loader's generation right after it was added
+    };
+    std::optional<Opened> opened_;
     std::unordered_set<std::string> interned_;  // names and paths the fast path points to; never shrinks
 };
 

@@ -128,3 +128,64 @@ TEST(ResolverFastPath, a_load_and_an_unload_behind_ldshims_back_are_noticed) {
     EXPECT_EQ(dlopen(two.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
     std::system(("rm -rf " + d).c_str());
 }
+
+// A plugin that ldshim loaded and the program closed again is told apart
+// from other unloads without a walk (LiveProcess::opened_went_alone_locked);
+// the shortcut must never take another object's unload for the plugin's.
+// Here glibc's own dlclose unloads a library the model knows while the
+// plugin ldshim loaded stays: a model that forgot the plugin instead would
+// still hold the other library and answer "already loaded" for its SONAME,
+// where glibc finds nothing.  Then the plugin's own unload: ldshim loads it
+// again, as glibc would.
+TEST(ResolverFastPath, another_objects_unload_is_not_taken_for_the_plugins) {
+    char tmpl[] = "/tmp/ldshim-went-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string d = tmpl;
+    std::ofstream(d + "/lib.c") << "int fixture_id(void) { return 1; }\n";
+    std::string cmd = "cc -shared -fPIC -Wl,-soname,libother.so.1 -o " + d + "/libother.so " + d + "/lib.c" +
+                      " && cc -shared -fPIC -o " + d + "/libplugin.so " + d + "/lib.c";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const void* caller = reinterpret_cast<const void*>(&l_name_of);
+    const std::string other = d + "/libother.so", plugin = d + "/libplugin.so";
+
+    void* h_other = dlopen(other.c_str(), RTLD_NOW);  // behind ldshim's back
+    ASSERT_NE(h_other, nullptr) << dlerror();
+    void* h = ldshim_dlopen_from(caller, "libother.so.1", RTLD_NOW);  // the model learns it
+    EXPECT_EQ(h, h_other);
+    if (h) dlclose(h);
+
+    for (int round = 0; round < 3; ++round) {  // loaded and closed: the plugin's own unload
+        ASSERT_EQ(dlopen(plugin.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
+        void* p = ldshim_dlopen_from(caller, plugin.c_str(), RTLD_NOW);
+        ASSERT_NE(p, nullptr) << ldshim_dlerror();
+        EXPECT_EQ(l_name_of(p), plugin);
+        ASSERT_EQ(dlclose(p), 0);
+    }
+
+    void* p = ldshim_dlopen_from(caller, plugin.c_str(), RTLD_NOW);
+    ASSERT_NE(p, nullptr) << ldshim_dlerror();
+    ASSERT_EQ(dlclose(h_other), 0);  // another object goes; the plugin stays
+    ASSERT_EQ(dlopen(other.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
+    void* again = ldshim_dlopen_from(caller, "libother.so.1", RTLD_NOW);
+    EXPECT_EQ(again, nullptr) << "the model still holds " << l_name_of(again);
+    if (again) dlclose(again);
+    void* same = ldshim_dlopen_from(caller, plugin.c_str(), RTLD_NOW);  // still loaded: the same object
+    EXPECT_EQ(same, p);
+    if (same) dlclose(same);
+    ASSERT_EQ(dlclose(p), 0);
+
+    // Both go at once: the plugin's unload is not the only one.
+    h_other = dlopen(other.c_str(), RTLD_NOW);
+    ASSERT_NE(h_other, nullptr) << dlerror();
+    h = ldshim_dlopen_from(caller, "libother.so.1", RTLD_NOW);
+    EXPECT_EQ(h, h_other);
+    if (h) dlclose(h);
+    p = ldshim_dlopen_from(caller, plugin.c_str(), RTLD_NOW);
+    ASSERT_NE(p, nullptr) << ldshim_dlerror();
+    ASSERT_EQ(dlclose(p), 0);
+    ASSERT_EQ(dlclose(h_other), 0);
+    again = ldshim_dlopen_from(caller, "libother.so.1", RTLD_NOW);
+    EXPECT_EQ(again, nullptr) << "the model still holds " << l_name_of(again);
+    if (again) dlclose(again);
+    std::system(("rm -rf " + d).c_str());
+}
