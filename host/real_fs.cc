@@ -153,18 +153,22 @@ int read_whole_file(const std::string& path, std::string& out) {
     return error;
 }
 
+bool write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
 bool replace_file(const std::string& path, std::string_view bytes) {
     std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return false;
-    std::size_t put = 0;
-    while (put < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        put += static_cast<std::size_t>(n);
-    }
-    bool ok = ::close(fd) == 0 && put == bytes.size() && ::rename(tmp.c_str(), path.c_str()) == 0;
+    const bool written = write_all(fd, bytes);
+    bool ok = ::close(fd) == 0 && written && ::rename(tmp.c_str(), path.c_str()) == 0;
     if (!ok) ::unlink(tmp.c_str());
     return ok;
 }

@@ -44,6 +44,10 @@ public:
 // reads); false at end of file or on an error.
 bool pread_exactly(int fd, std::uint64_t off, std::size_t len, std::byte* out);
 
+// All of `bytes` to `fd` (write(2), resumed after EINTR and short writes);
+// false on an error, with errno set.
+bool write_all(int fd, std::string_view bytes);
+
 // The whole file at `path` into `out`; 0, or the errno of what failed.
 // Plain system calls: a file stream's first use costs the locale set-up, and
 // linking one brings libstdc++'s locale machinery into a static binary.

@@ -25,13 +25,7 @@ bool write_file(const std::string& path, const unsigned char* data, std::size_t 
         *error = path + ": " + std::strerror(errno);
         return false;
     }
-    bool ok = true;
-    for (std::size_t done = 0; ok && done < size;) {
-        ssize_t n = ::write(fd, data + done, size - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<std::size_t>(n);
-    }
+    bool ok = ldshim::host::write_all(fd, {reinterpret_cast<const char*>(data), size});
     if (!ok) *error = path + ": " + std::strerror(errno);
     ::close(fd);
     return ok;
