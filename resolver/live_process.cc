@@ -351,7 +351,6 @@ LiveProcess::Scan LiveProcess::scan_locked() {
 // changed, plus one walk that matches each survivor without copying it.
 void LiveProcess::sync_locked() {
     if (unchanged_locked() || opened_went_alone_locked()) return;
-    opened_.reset();
     Scan s = scan_locked();
     adds_ = s.counters.adds;
     subs_ = s.counters.subs;
@@ -508,11 +507,6 @@ void LiveProcess::note_added(std::size_t from) {
     for (std::size_t i = from; i < objs.size(); ++i)
         if (!objs[i].removed && objs[i].ns == 0 && objs[i].kind != Object::Kind::main)
             pending_.push_back(static_cast<int>(i));
-}
-
-void LiveProcess::note_changed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    dirty_ = true;
 }
 
 void LiveProcess::note_opened(const void* map) {

@@ -63,13 +63,11 @@ public:
     bool loaded_fast(const char* file, const char*& path) const noexcept;
 
     // Tell the model that a dlopen through ldshim loaded or failed, so the
-    // next call sees the new objects (also caught by the counters).
-    void note_changed();
-    // note_changed() after a dlopen through ldshim; `map` is the link_map it
-    // returned, or nullptr (it failed, or the handle came from another
-    // dlopen than glibc's and is not read).  If it added exactly the one
-    // object the model expected, where that object is mapped is kept, so
-    // that the next call can tell its unload, alone, without a walk
+    // next call sees the new objects (also caught by the counters).  `map`
+    // is the link_map it returned, or nullptr (it failed, or the handle came
+    // from another dlopen than glibc's and is not read).  If it added exactly
+    // the one object the model expected, where that object is mapped is
+    // kept, so that the next call can tell its unload, alone, without a walk
     // (opened_went_alone_locked).
     void note_opened(const void* map);
 
