@@ -36,11 +36,13 @@ static bool cpu_is_intel() {
 }
 
 // The platform and dl_hwcap rule glibc applies on x86-64 (cpu-features.c,
-// unchanged from 2.26 to 2.36), over "usable" feature bits: only on Intel
-// does it override AT_PLATFORM and set avx512_1.
+// the same shape from 2.26 to 2.41), over "usable" feature bits: only on
+// Intel does it override AT_PLATFORM and set avx512_1.  What opens the
+// AVX-512 branch changed: before 2.33, AVX512F usable and AVX512CD present;
+// from 2.33, AVX512CD active alone, so GLIBC_TUNABLES=glibc.cpu.hwcaps=
+// -AVX512F leaves avx512_1 set.
 struct X86Usable {
-    bool avx2, fma, bmi1, bmi2, lzcnt, movbe, popcnt, avx512f, avx512cd, avx512er, avx512pf, avx512bw, avx512dq,
-        avx512vl;
+    bool avx2, fma, bmi1, bmi2, lzcnt, movbe, popcnt, avx512_branch, avx512er, avx512pf, avx512bw, avx512dq, avx512vl;
 };
 
 static void apply_platform_rule(CpuView& c, const X86Usable& u) {
@@ -48,7 +50,7 @@ static void apply_platform_rule(CpuView& c, const X86Usable& u) {
     if (auto at = getauxval(AT_PLATFORM)) c.platform = reinterpret_cast<const char*>(at);
     if (!cpu_is_intel()) return;
     const char* over = nullptr;
-    if (u.avx512f && u.avx512cd) {
+    if (u.avx512_branch) {
         if (u.avx512er) {
             if (u.avx512pf) over = "xeon_phi";
         } else if (u.avx512bw && u.avx512dq && u.avx512vl) {
@@ -80,10 +82,9 @@ std::optional<CpuView> cpu_view() {
     bool v4 =
         v3 && LDSHIM_A(AVX512F) && LDSHIM_A(AVX512BW) && LDSHIM_A(AVX512CD) && LDSHIM_A(AVX512DQ) && LDSHIM_A(AVX512VL);
     c.isa_levels = 1u | (v2 ? 2u : 0u) | (v3 ? 4u : 0u) | (v4 ? 8u : 0u);
-    apply_platform_rule(
-        c, {LDSHIM_A(AVX2), LDSHIM_A(FMA), LDSHIM_A(BMI1), LDSHIM_A(BMI2), LDSHIM_A(LZCNT), LDSHIM_A(MOVBE),
-            LDSHIM_A(POPCNT), LDSHIM_A(AVX512F), LDSHIM_A(AVX512CD), LDSHIM_A(AVX512ER), LDSHIM_A(AVX512PF),
-            LDSHIM_A(AVX512BW), LDSHIM_A(AVX512DQ), LDSHIM_A(AVX512VL)});
+    apply_platform_rule(c, {LDSHIM_A(AVX2), LDSHIM_A(FMA), LDSHIM_A(BMI1), LDSHIM_A(BMI2), LDSHIM_A(LZCNT),
+                            LDSHIM_A(MOVBE), LDSHIM_A(POPCNT), LDSHIM_A(AVX512CD), LDSHIM_A(AVX512ER),
+                            LDSHIM_A(AVX512PF), LDSHIM_A(AVX512BW), LDSHIM_A(AVX512DQ), LDSHIM_A(AVX512VL)});
 #undef LDSHIM_A
     return c;
 }
@@ -109,7 +110,7 @@ std::optional<CpuView> cpu_view() {
     CpuView c;
     apply_platform_rule(
         c, {avx && (c7ebx & bit_AVX2), avx && (c1ecx & bit_FMA), (c7ebx & bit_BMI) != 0, (c7ebx & bit_BMI2) != 0,
-            (ext_ecx & bit_LZCNT) != 0, (c1ecx & bit_MOVBE) != 0, (c1ecx & bit_POPCNT) != 0, avx512,
+            (ext_ecx & bit_LZCNT) != 0, (c1ecx & bit_MOVBE) != 0, (c1ecx & bit_POPCNT) != 0,
             avx512 && (c7ebx & bit_AVX512CD), avx512 && (c7ebx & bit_AVX512ER), avx512 && (c7ebx & bit_AVX512PF),
             avx512 && (c7ebx & bit_AVX512BW), avx512 && (c7ebx & bit_AVX512DQ), avx512 && (c7ebx & bit_AVX512VL)});
     return c;
