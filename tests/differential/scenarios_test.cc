@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string_view>
 
 using namespace ldshim::difftest;
 
@@ -35,6 +37,22 @@ Capture compare(const Tree& t, const std::string& prog, const Expect& x = {}) {
                                         [](const std::string& e) { return !e.starts_with("ERROR: ld.so: object"); });
     EXPECT_EQ(real_failed, emu.status != 0) << "real exit " << real.status << ", ldsearch exit " << emu.status;
     return real;
+}
+
+// $PLATFORM as the real loader expands it here (x86_64, or haswell or
+// xeon_phi on Intel CPUs), from its own --list-diagnostics.
+std::string loader_platform() {
+    std::string out;
+    if (FILE* f = popen("/lib64/ld-linux-x86-64.so.2 --list-diagnostics 2>/dev/null", "r")) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (std::string_view l = line; l.starts_with("dl_platform=\"")) {
+                l.remove_prefix(13);
+                out = std::string(l.substr(0, l.find('"')));
+            }
+        pclose(f);
+    }
+    return out.empty() ? "x86_64" : out;
 }
 
 bool any_line(const std::vector<std::string>& v, const std::string& needle) {
@@ -220,23 +238,25 @@ TEST(Differential, dlmopen_new_namespace_searches_again) {
 }
 
 TEST(Differential, dst_in_dt_needed) {
+    const std::string lib = "lib" + loader_platform() + ".so";
     Tree t;
     t.lib("sub/libO.so", so("$ORIGIN/sub/libO.so"));
-    t.lib("rp/libx86_64.so", so("lib$PLATFORM.so"));
-    t.exe("dlo", {.needs = {"sub/libO.so", "rp/libx86_64.so"}, .rpath = t.abs("rp")});
+    t.lib("rp/" + lib, so("lib$PLATFORM.so"));
+    t.exe("dlo", {.needs = {"sub/libO.so", "rp/" + lib}, .rpath = t.abs("rp")});
     Capture r = compare(t, "./dlo");
-    EXPECT_TRUE(any_line(r.search, "find library=libx86_64.so"));
+    EXPECT_TRUE(any_line(r.search, "find library=" + lib));
 }
 
 TEST(Differential, dst_in_dlopen_names) {
+    const std::string lib = "lib" + loader_platform() + ".so";
     Tree t;
     t.lib("sub/libO.so", so());
-    t.lib("rp/libx86_64.so", so());
+    t.lib("rp/" + lib, so());
     t.exe("dlo", {.rpath = t.abs("rp")});
     Capture r = compare(t, "./dlo",
                         {.ops = {"o:lib$PLATFORM.so", "o:$ORIGIN/sub/libO.so", "o:${ORIGIN}/rp/lib$PLATFORM.so",
                                  "o:$LIB/nothere.so", "z:"}});
-    EXPECT_TRUE(any_line(r.results, "/rp/libx86_64.so"));
+    EXPECT_TRUE(any_line(r.results, "/rp/" + lib));
 }
 
 TEST(Differential, dlopen_null_and_empty_name_return_main) {
