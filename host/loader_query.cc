@@ -119,70 +119,16 @@ std::optional<Answers> ask_loader(const std::string& rtld, const LoaderCpuEnv& e
     return a;
 }
 
-// The same answers as views into a cache file's bytes: a cache hit parses
-// them where they lie instead of copying 20 KiB.
-struct AnswerViews {
-    std::optional<std::string_view> help;
-    std::string_view probe;
-};
-
-std::optional<LoaderConfig> config_of(const std::string& rtld, const AnswerViews& a, std::string* error) {
+std::optional<LoaderConfig> config_of(const std::string& rtld, const Answers& a, std::string* error) {
     std::string why;
-    auto cfg = loader::config_from_answers(a.help, a.probe, &why);
+    auto help = a.help ? std::optional<std::string_view>(*a.help) : std::nullopt;
+    auto cfg = loader::config_from_answers(help, a.probe, &why);
     if (!cfg) {
         if (error) *error = rtld + (a.help ? "" : " (no --help)") + ": " + why;
         return std::nullopt;
     }
     cfg->rtld_path = rtld;
     return cfg;
-}
-
-AnswerViews views(const Answers& a) {
-    AnswerViews v;
-    if (a.help) v.help = *a.help;
-    v.probe = a.probe;
-    return v;
-}
-
-// The cache file: both answers, each with its length.
-constexpr std::string_view kCacheHead = "ldshim loader answers v4\n";  // v4: the probe's digest
-
-std::string serialise(const Answers& a) {
-    std::string out(kCacheHead);
-    out += "help " + (a.help ? std::to_string(a.help->size()) : std::string("none")) + "\n";
-    if (a.help) out += *a.help;
-    std::string probe = loader::probe_digest(a.probe);
-    out += "probe " + std::to_string(probe.size()) + "\n" + probe;
-    return out;
-}
-
-// One "NAME LENGTH\n" + bytes field; "none" as the length is an absent one.
-bool take_field(std::string_view& s, std::string_view name, std::optional<std::string_view>& out) {
-    auto nl = s.find('\n');
-    if (nl == std::string_view::npos || !s.starts_with(name) || s.size() <= name.size() || s[name.size()] != ' ')
-        return false;
-    std::string_view len = s.substr(name.size() + 1, nl - name.size() - 1);
-    s.remove_prefix(nl + 1);
-    if (len == "none") return true;
-    std::size_t n = 0;
-    for (char c : len) {
-        if (c < '0' || c > '9' || n > s.size()) return false;
-        n = n * 10 + static_cast<std::size_t>(c - '0');
-    }
-    if (len.empty() || n > s.size()) return false;
-    out = s.substr(0, n);
-    s.remove_prefix(n);
-    return true;
-}
-
-std::optional<AnswerViews> deserialise(std::string_view s) {
-    if (!s.starts_with(kCacheHead)) return std::nullopt;
-    s.remove_prefix(kCacheHead.size());
-    AnswerViews a;
-    std::optional<std::string_view> probe;
-    if (!take_field(s, "help", a.help) || !take_field(s, "probe", probe) || !probe || !s.empty()) return std::nullopt;
-    a.probe = *probe;
-    return a;
 }
 
 // /proc/sys/kernel/random/boot_id's first line, read with one system call.
@@ -207,15 +153,20 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
         }
     };
     auto mix_str = [&](const std::string& s) { mix(s.data(), s.size() + 1); };
-    mix_str("ldshim-loader-config-v5");
-    mix_str(rtld);
-    struct stat st {};
-    if (::stat(rtld.c_str(), &st) == 0) {
+    auto mix_file = [&](const char* path) {
+        struct stat st {};
+        if (::stat(path, &st) != 0) return;
         mix(&st.st_dev, sizeof st.st_dev);
         mix(&st.st_ino, sizeof st.st_ino);
         mix(&st.st_size, sizeof st.st_size);
         mix(&st.st_mtim, sizeof st.st_mtim);
-    }
+    };
+    mix_str("ldshim-loader-config-v6");
+    // The file holds what this program's parsers made of the answer: another
+    // build of ldshim, with other rules, asks the loader afresh.
+    mix_file("/proc/self/exe");
+    mix_str(rtld);
+    mix_file(rtld.c_str());
     for (const auto& e : env.entries) mix_str(e);
     mix_str("end of environment");
     mix_str(cpu_identity());
@@ -247,7 +198,7 @@ LoaderCpuEnv LoaderCpuEnv::of_this_process() {
 std::optional<LoaderConfig> query_running_loader(const std::string& rtld, std::string* error, const LoaderCpuEnv& env) {
     auto answers = ask_loader(rtld, env, error);
     if (!answers) return std::nullopt;
-    return config_of(rtld, views(*answers), error);
+    return config_of(rtld, *answers, error);
 }
 
 std::string default_cache_dir() {
@@ -263,17 +214,16 @@ std::optional<LoaderConfig> query_loader_cached(const std::string& rtld, const s
     std::string path = dir + "/loader-" + cache_key(rtld, env) + ".txt";
     std::string file;
     read_whole_file(path, file);  // missing or unreadable: empty, asked afresh
-    if (auto cached = deserialise(file))
-        if (auto cfg = config_of(rtld, *cached, nullptr)) return cfg;
-    auto answers = ask_loader(rtld, env, error);
-    if (!answers) return std::nullopt;
-    auto cfg = config_of(rtld, views(*answers), error);
+    // The file holds the configuration the answers gave, not the answers:
+    // a hit parses none of the loader's text.
+    if (auto cached = loader::decode_config(file); cached && cached->rtld_path == rtld) return cached;
+    auto cfg = query_running_loader(rtld, error, env);
     if (!cfg) return std::nullopt;
     // Best effort: a cache that cannot be written is simply not used.
     std::string parent = dir.substr(0, dir.rfind('/'));
     ::mkdir(parent.c_str(), 0700);
     ::mkdir(dir.c_str(), 0700);
-    replace_file(path, serialise(*answers));
+    replace_file(path, loader::encode_config(*cfg));
     return cfg;
 }
 

@@ -24,11 +24,14 @@ struct LoaderCpuEnv {
 std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld, std::string* error,
                                                          const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());
 
-// The same, through a small on-disk cache of the loader's answer (running
-// ld.so costs about half a millisecond, a third of a whole ldsearch run).
+// The same, through a small on-disk cache of the configuration the loader's
+// answer gave (running ld.so costs about half a millisecond, a third of a
+// whole ldsearch run; parsing its answer again, about 20 us).
 // The cache key covers everything the answer depends on: the loader file
 // (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
-// feature words and OS-enabled state, and the boot id.  `dir` empty: no cache.
+// feature words and OS-enabled state, and the boot id; and, since the file
+// holds the parsed configuration, the program that parsed it (the file
+// /proc/self/exe names, the same four facts).  `dir` empty: no cache.
 std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir,
                                                         std::string* error,
                                                         const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());

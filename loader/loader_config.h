@@ -31,6 +31,8 @@ struct LoaderBehaviour {
     // directory) ends the search of that list, like any error but ENOENT
     // and EACCES; from 2.39 the search goes on.
     bool non_directory_ends_list = true;
+
+    bool operator==(const LoaderBehaviour&) const = default;
 };
 
 struct LoaderConfig {
@@ -51,7 +53,17 @@ struct LoaderConfig {
     std::string cache_path = "/etc/ld.so.cache";   // the file that is read
     std::string cache_label = "/etc/ld.so.cache";  // what LD_DEBUG prints
     bool inhibit_cache = false;
+
+    bool operator==(const LoaderConfig&) const = default;
 };
+
+// A configuration as bytes and back, for a cache of the loader's answer
+// (loader_config_codec.cc): every field, each with its length, so that a
+// cache hit parses none of the loader's text.  decode_config returns
+// nullopt for anything encode_config did not write (a truncated, foreign or
+// older file); then the loader is asked afresh.
+std::string encode_config(const LoaderConfig& cfg);
+std::optional<LoaderConfig> decode_config(std::string_view bytes);
 
 // Build the subdirectory list: glibc-hwcaps names, then (glibc 2.36) the
 // legacy power set of `legacy` (hwcap names in ascending bit order, then the
@@ -103,10 +115,6 @@ struct ProbeFacts {
 };
 
 std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error);
-
-// The lines of a probe output that parse_loader_probe reads, in order (what
-// a cache keeps: a fifth of the text, parsed on every ldsearch run).
-std::string probe_digest(std::string_view text);
 
 // The configuration from both answers a loader gives: `help` is its --help
 // text (nullopt when it has none: glibc before 2.33), `probe` the probe's

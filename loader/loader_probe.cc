@@ -210,15 +210,6 @@ LoaderBehaviour behaviour_of(const std::vector<ProbeSearch>& searches) {
 
 }  // namespace
 
-std::string probe_digest(std::string_view text) {
-    std::string out;
-    for_each_probe_line(text, [&](std::string_view line, std::string_view, ProbeLine) {
-        out += line;
-        out += '\n';
-    });
-    return out;
-}
-
 std::optional<ProbeFacts> parse_loader_probe(std::string_view text, std::string* error) {
     ProbeFacts f;
     std::vector<ProbeSearch> searches = probe_searches(text, f.cache_path);

@@ -5,7 +5,7 @@
 # input is kept under build-fuzz/crashes/ for a regression test.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # Targets: elf_reader ld_cache tokens ld_debug_log (the log, the environment
-# records, ld.so --help and the loader probe)
+# records, ld.so --help, the loader probe and the cached configuration)
 set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -15,7 +15,7 @@ command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get insta
 out=build-fuzz
 mkdir -p "$out/crashes"
 
-sources="loader/fs.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc loader/loader_config.cc loader/loader_probe.cc"
+sources="loader/fs.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc loader/loader_config.cc loader/loader_config_codec.cc loader/loader_probe.cc"
 flags="-std=c++20 -g -O1 -D_GNU_SOURCE -Iinclude -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 
 seed() { # TARGET DIR
@@ -40,7 +40,11 @@ seed() { # TARGET DIR
         done ;;
     ld_debug_log)
         LD_DEBUG=libs,files LD_DEBUG_OUTPUT="$2/log" /bin/true
-        LD_DEBUG=libs,files LD_DEBUG_OUTPUT="$2/log" sh -c 'exec /bin/true' ;;
+        LD_DEBUG=libs,files LD_DEBUG_OUTPUT="$2/log" sh -c 'exec /bin/true'
+        # ldsearch's cached loader configurations, where earlier runs left some.
+        for f in "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}"/ldshim/loader-*.txt; do
+            [ -f "$f" ] && cp "$f" "$2/"
+        done ;;
     esac
 }
 

@@ -1,7 +1,8 @@
 // libFuzzer target: the parsers of the loader's own words: the LD_DEBUG log
 // of ldsearch --diff/--replay and the environment records of its audit
 // module, and what a loader says of itself (ld.so --help and the probe
-// search, loader/loader_probe.cc).
+// search, loader/loader_probe.cc), and the cache file of its configuration
+// (loader/loader_config_codec.cc).
 #include "loader/loader_config.h"
 #include "tools/ldsearch/env_record.h"
 #include "tools/ldsearch/ld_debug_log.h"
@@ -18,14 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string why;
     if (auto cfg = ldshim::loader::config_from_answers(std::nullopt, text, &why)) {
         if (cfg->subdirs.empty() || !cfg->subdirs.back().empty()) return 1;  // the directory itself comes last
-        // The cached digest must parse to the same configuration.
-        auto digest = ldshim::loader::config_from_answers(std::nullopt, ldshim::loader::probe_digest(text), &why);
-        if (!digest || digest->system_dirs != cfg->system_dirs || digest->subdirs != cfg->subdirs ||
-            digest->platform != cfg->platform || digest->dst_lib != cfg->dst_lib ||
-            digest->behaviour.non_directory_ends_list != cfg->behaviour.non_directory_ends_list ||
-            digest->behaviour.root_dir_stat_bug != cfg->behaviour.root_dir_stat_bug)
-            __builtin_trap();
+        // The cache keeps it as encode_config writes it.
+        if (ldshim::loader::decode_config(ldshim::loader::encode_config(*cfg)) != cfg) __builtin_trap();
     }
+    // A cache file is input too: what decodes must come through a round trip unchanged.
+    if (auto cached = ldshim::loader::decode_config(text))
+        if (ldshim::loader::decode_config(ldshim::loader::encode_config(*cached)) != cached) __builtin_trap();
     if (auto cfg = ldshim::loader::parse_ld_so_help(text, &why))
         if (cfg->system_dirs.empty()) return 1;
     auto r = ldsearch::parse_ld_debug_log(text);
