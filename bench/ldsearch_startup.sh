@@ -1,8 +1,11 @@
 #!/bin/sh
 # ldsearch's whole run against the loader's own listing, in one run: for each
-# PROGRAM, `ldsearch PROGRAM` and `ld.so --list PROGRAM`, interleaved, with
-# the floors of both (a run that only prints its version) and an empty static
-# C program.  Prints medians and ratios (bench/spawn_wall.cc).
+# PROGRAM, `ldsearch PROGRAM`, an empty static C program and `ld.so --list
+# PROGRAM`, interleaved, so that each line also shows the best ratio any
+# static glibc program could reach; then the floors (a static program of one
+# exit system call, the empty one, and each side printing its version).
+# Prints medians and ratios (bench/spawn_wall.cc); bench/start_floor.sh says
+# where the empty program's time goes.
 # The binaries run as fresh `cp` copies: how a binary's pages came into the
 # page cache moves its start by up to 90 us (docs/performance.md), and a
 # copy puts every binary in the same state.
@@ -25,12 +28,15 @@ trap 'rm -rf "$tmp"' EXIT
 printf 'int main(void) { return 0; }\n' > "$tmp/empty.c"
 cc -O2 -static "$tmp/empty.c" -o "$tmp/empty.out"
 cp "$tmp/empty.out" "$tmp/empty-static"
+printf 'void _start(void) { __asm__ volatile("syscall" :: "a"(231), "D"(0)); __builtin_unreachable(); }\n' > "$tmp/exit.c"
+cc -O2 -static -nostdlib "$tmp/exit.c" -o "$tmp/exit.out"
+cp "$tmp/exit.out" "$tmp/exit-only"
 cp "$LDSEARCH" "$tmp/ldsearch"
 LDSEARCH=$tmp/ldsearch
 echo "floors (baseline: ld.so --version)"
-"$WALL" "$RUNS" "$tmp/empty-static" "$LDSEARCH --version" "$RTLD --version"
+"$WALL" "$RUNS" "$tmp/exit-only" "$tmp/empty-static" "$LDSEARCH --version" "$RTLD --version"
 for prog in "$@"; do
     [ -x "$prog" ] || { echo "bench: skipping $prog (not installed)" >&2; continue; }
     echo "$prog (baseline: ld.so --list)"
-    "$WALL" "$RUNS" "$LDSEARCH $prog" "$RTLD --list $prog"
+    "$WALL" "$RUNS" "$LDSEARCH $prog" "$tmp/empty-static" "$RTLD --list $prog"
 done
