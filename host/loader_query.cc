@@ -8,13 +8,17 @@
 #include "host/cpu.h"
 #include "host/real_fs.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <spawn.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -143,6 +147,36 @@ std::string boot_id() {
     return std::string(id.substr(0, id.find('\n')));
 }
 
+// The running program's GNU build ID, read from its own program headers
+// (no system call); empty when it was linked without one.
+std::string_view own_build_id() {
+    const auto* phdr = reinterpret_cast<const ElfW(Phdr)*>(getauxval(AT_PHDR));
+    const auto count = static_cast<std::size_t>(getauxval(AT_PHNUM));
+    if (!phdr) return {};
+    // The load bias: zero for a static executable that is not PIE (no PT_PHDR).
+    std::uintptr_t bias = 0;
+    for (std::size_t i = 0; i < count; ++i)
+        if (phdr[i].p_type == PT_PHDR) bias = reinterpret_cast<std::uintptr_t>(phdr) - phdr[i].p_vaddr;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (phdr[i].p_type != PT_NOTE) continue;
+        const char* p = reinterpret_cast<const char*>(bias + phdr[i].p_vaddr);
+        const char* end = p + phdr[i].p_memsz;
+        // Each note: its header, then name and descriptor, each padded to 4 bytes.
+        while (static_cast<std::size_t>(end - p) >= sizeof(ElfW(Nhdr))) {
+            ElfW(Nhdr) n;
+            std::memcpy(&n, p, sizeof n);
+            const std::size_t name = (n.n_namesz + 3u) & ~std::size_t{3}, desc = (n.n_descsz + 3u) & ~std::size_t{3};
+            const char* body = p + sizeof n;
+            if (name > static_cast<std::size_t>(end - body) || desc > static_cast<std::size_t>(end - body) - name)
+                break;
+            if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(body, "GNU", 4) == 0)
+                return {body + name, n.n_descsz};
+            p = body + name + desc;
+        }
+    }
+    return {};
+}
+
 // FNV-1a over everything that can change the loader's answer.
 std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     std::uint64_t h = 1469598103934665603ULL;
@@ -163,8 +197,13 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     };
     mix_str("ldshim-loader-config-v6");
     // The file holds what this program's parsers made of the answer: another
-    // build of ldshim, with other rules, asks the loader afresh.
-    mix_file("/proc/self/exe");
+    // build of ldshim, with other rules, asks the loader afresh.  The build
+    // ID says which build this is without a system call (a stat of
+    // /proc/self/exe costs 3 us); without one, the program's file does.
+    if (std::string_view id = own_build_id(); !id.empty())
+        mix(id.data(), id.size());
+    else
+        mix_file("/proc/self/exe");
     mix_str(rtld);
     mix_file(rtld.c_str());
     for (const auto& e : env.entries) mix_str(e);

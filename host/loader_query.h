@@ -30,8 +30,9 @@ std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld
 // The cache key covers everything the answer depends on: the loader file
 // (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, the CPU's
 // feature words and OS-enabled state, and the boot id; and, since the file
-// holds the parsed configuration, the program that parsed it (the file
-// /proc/self/exe names, the same four facts).  `dir` empty: no cache.
+// holds the parsed configuration, the program that parsed it (its GNU
+// build ID, or without one the file /proc/self/exe names, by the same four
+// facts).  `dir` empty: no cache.
 std::optional<loader::LoaderConfig> query_loader_cached(const std::string& rtld, const std::string& dir,
                                                         std::string* error,
                                                         const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());
