@@ -121,7 +121,7 @@ Modelling the process:
                          instead of reusing the answer cached under
                          $XDG_CACHE_HOME/ldshim (or ~/.cache/ldshim); the cache
                          key covers the loader file, the CPU, GLIBC_TUNABLES,
-                         LD_HWCAP_MASK, the boot and this ldsearch's own file;
+                         LD_HWCAP_MASK, the boot and this ldsearch's build;
                          LDSHIM_NO_CACHE=1 also disables it
 
   -h, --help             show this help and exit
