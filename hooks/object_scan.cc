@@ -22,27 +22,6 @@ const char* slot_kind_name(SlotKind k) {
 }
 }  // namespace arch
 
-namespace {
-
-// Does a PT_NOTE segment carry ldshim's marker (marker.h)?
-bool note_has_marker(std::uintptr_t p, std::size_t size) {
-    std::size_t off = 0;
-    while (size - off >= sizeof(ElfW(Nhdr))) {
-        const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p + off);
-        std::size_t name = (n->n_namesz + 3) & ~std::size_t{3}, desc = (n->n_descsz + 3) & ~std::size_t{3};
-        std::size_t rest = size - off - sizeof(ElfW(Nhdr));
-        if (name > rest || desc > rest - name) return false;
-        const char* nm = reinterpret_cast<const char*>(n + 1);
-        if (n->n_type == kMarkerNoteType && n->n_namesz == sizeof kMarkerNoteName &&
-            std::memcmp(nm, kMarkerNoteName, sizeof kMarkerNoteName) == 0)
-            return true;
-        off += sizeof(ElfW(Nhdr)) + name + desc;
-    }
-    return false;
-}
-
-}  // namespace
-
 bool relocated(const dl_phdr_info& info) {
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
@@ -61,10 +40,8 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         const ElfW(Phdr)& ph = info.dlpi_phdr[i];
         if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
-        if (ph.p_type == PT_NOTE && contains(info.dlpi_addr + ph.p_vaddr, ph.p_memsz) &&
-            note_has_marker(info.dlpi_addr + ph.p_vaddr, ph.p_memsz))
-            marker_ = true;
     }
+    marker_ = extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
     if (!dynamic) {
         error_ = "no dynamic section";
         return;

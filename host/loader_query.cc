@@ -7,6 +7,7 @@
 
 #include "host/cpu.h"
 #include "host/real_fs.h"
+#include "loader/loaded_extent.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -157,24 +158,10 @@ std::string_view own_build_id() {
     std::uintptr_t bias = 0;
     for (std::size_t i = 0; i < count; ++i)
         if (phdr[i].p_type == PT_PHDR) bias = reinterpret_cast<std::uintptr_t>(phdr) - phdr[i].p_vaddr;
-    for (std::size_t i = 0; i < count; ++i) {
-        if (phdr[i].p_type != PT_NOTE) continue;
-        const char* p = reinterpret_cast<const char*>(bias + phdr[i].p_vaddr);
-        const char* end = p + phdr[i].p_memsz;
-        // Each note: its header, then name and descriptor, each padded to 4 bytes.
-        while (static_cast<std::size_t>(end - p) >= sizeof(ElfW(Nhdr))) {
-            ElfW(Nhdr) n;
-            std::memcpy(&n, p, sizeof n);
-            const std::size_t name = (n.n_namesz + 3u) & ~std::size_t{3}, desc = (n.n_descsz + 3u) & ~std::size_t{3};
-            const char* body = p + sizeof n;
-            if (name > static_cast<std::size_t>(end - body) || desc > static_cast<std::size_t>(end - body) - name)
-                break;
-            if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(body, "GNU", 4) == 0)
-                return {body + name, n.n_descsz};
-            p = body + name + desc;
-        }
-    }
-    return {};
+    static constexpr char kOwner[] = "GNU";  // the note's name, with its NUL
+    auto id = loader::LoadedExtent{phdr, count, bias}.note(NT_GNU_BUILD_ID, {kOwner, sizeof kOwner});
+    if (!id) return {};
+    return {reinterpret_cast<const char*>(id->data()), id->size()};
 }
 
 // FNV-1a over everything that can change the loader's answer.

@@ -1,12 +1,17 @@
 // The mapped extent of a loaded object (its PT_LOAD segments, from
-// dl_iterate_phdr data), for readers of in-memory ELF structures: every
-// pointer is checked against it before it is followed.
+// dl_iterate_phdr data or the program's own auxiliary vector), for readers
+// of in-memory ELF structures: every pointer is checked against it before
+// it is followed.
 #pragma once
 
 #include <link.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string_view>
 
 namespace ldshim::loader {
 
@@ -34,6 +39,32 @@ struct LoadedExtent {
         if (contains(p, len)) return p;
         p += base;
         return contains(p, len) ? p : 0;
+    }
+
+    // The descriptor of the first note of `type` named `name` (with its
+    // NUL) in the object's PT_NOTE segments, or nullopt.  Each note is its
+    // header, then name and descriptor, each padded to 4 bytes; a note that
+    // runs past its segment ends that segment's walk.
+    std::optional<std::span<const std::byte>> note(std::uint32_t type, std::string_view name) const {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ph[i].p_type != PT_NOTE) continue;
+            const std::uintptr_t seg = base + ph[i].p_vaddr;
+            const std::size_t size = ph[i].p_memsz;
+            if (!contains(seg, size)) continue;
+            for (std::size_t off = 0; size - off >= sizeof(ElfW(Nhdr));) {
+                ElfW(Nhdr) h;
+                std::memcpy(&h, reinterpret_cast<const void*>(seg + off), sizeof h);
+                const std::size_t name_len = (h.n_namesz + 3u) & ~std::size_t{3};
+                const std::size_t desc_len = (h.n_descsz + 3u) & ~std::size_t{3};
+                const std::size_t rest = size - off - sizeof h;
+                if (name_len > rest || desc_len > rest - name_len) break;
+                const auto* body = reinterpret_cast<const char*>(seg + off + sizeof h);
+                if (h.n_type == type && h.n_namesz == name.size() && std::memcmp(body, name.data(), name.size()) == 0)
+                    return std::span(reinterpret_cast<const std::byte*>(body + name_len), h.n_descsz);
+                off += sizeof h + name_len + desc_len;
+            }
+        }
+        return std::nullopt;
     }
 };
 
