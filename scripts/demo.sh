@@ -41,7 +41,10 @@ cc -shared -fPIC -DNO_MAIN -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$root
 cc -o bin/julia "$root/tests/repro/fixtures/julia_mpi.c" -Llib -l:libjulia.so.1 -ldl \
     -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
 # Open MPI with the UCX pml, ucm patching dlopen in every GOT (reloc mode), and
-# UCX's own RPATH workaround off, as in the report.
+# UCX's own RPATH workaround off, as in the report; all of it on loopback.
+set -a
+. "$root/scripts/mpi-loopback.env"
+set +a
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_tls=any \
     OMPI_MCA_pml_ucx_devices=any OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 UCX_MEM_MMAP_HOOK_MODE=reloc \
     UCX_MEM_MALLOC_RELOC=n UCX_MEM_DLOPEN_PROCESS_RPATH=n

@@ -26,7 +26,11 @@ if [ "$(id -u)" -eq 0 ]; then
         useradd --system --no-create-home --home-dir "$work" --shell /bin/sh "$user"
         created=1
     fi
-    as_user() { runuser -u "$user" -- env HOME="$work" PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
+    # The patched libucm root built (scripts/ucx-patched.sh): read, never rebuilt.
+    as_user() {
+        runuser -u "$user" -- env HOME="$work" PATH=/usr/local/bin:/usr/bin:/bin \
+            LDSHIM_UCX_CACHE=/var/cache/ldshim/ucx-patched "$@"
+    }
 else
     as_user() { "$@"; }
 fi

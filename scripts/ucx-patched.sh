@@ -19,7 +19,10 @@
 #
 # Environment: LDSHIM_UCX_CACHE (see above), LDSHIM_UCX_DEB_SRC (the deb-src
 # line; default bookworm main on deb.debian.org), LDSHIM_UCX_VERSION (the
-# Debian source version to build), LDSHIM_UCX_JOBS (make -j; default nproc).
+# Debian source version to build), LDSHIM_UCX_JOBS (make -j; default nproc),
+# LDSHIM_UCX_OFFLINE=1 (reach no archive: with the tools missing or the
+# source not fetched yet, say SKIPPED; the tests run it so, under the
+# loopback guard, and scripts/test.sh builds it beforehand).
 # Exit status: 0 built or cached; 77 cannot be built here (no source, no
 # tools and not root to install them), with the reason on stderr; 1 a step
 # failed (its log is named on stderr).
@@ -95,8 +98,13 @@ for tool in autoconf:autoconf automake:automake libtoolize:libtool dpkg-source:d
     patch:patch xz:xz-utils flock:util-linux apt-get:apt; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || need="$need ${tool#*:}"
 done
+offline() { # WHAT: the archive is not to be reached
+    [ -z "${LDSHIM_UCX_OFFLINE:-}" ] ||
+        skip "$1, and LDSHIM_UCX_OFFLINE is set: run scripts/ucx-patched.sh first (scripts/test.sh does)"
+}
 if [ -n "$need" ]; then
     [ "$(id -u)" -eq 0 ] || skip "missing tools:$need (run as root to install them)"
+    offline "missing tools:$need"
     say "installing$need"
     # shellcheck disable=SC2086 # a list of packages
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >"$cache/apt-install.log" 2>&1 ||
@@ -136,6 +144,7 @@ say "fetching the source of ucx ${version:-(bookworm)} (cached in $src_dir)"
 mkdir -p "$src_dir"
 dsc=$(find "$src_dir" -maxdepth 1 -name "ucx_${version:-*}.dsc" 2>/dev/null | head -1)
 if [ -z "$dsc" ]; then
+    offline "the source of ucx ${version:-(bookworm)} is not fetched yet"
     apt_private update >>"$log" 2>&1 || skip "apt-get update of the private deb-src list failed (see $log)"
     (cd "$src_dir" && apt_private source --download-only "ucx${version:+=$version}") >>"$log" 2>&1 ||
         skip "apt-get source ucx${version:+=$version} failed: no source available (see $log)"

@@ -5,6 +5,9 @@
 #ifndef JULIA_SRC
 #error "JULIA_SRC must name tests/repro/fixtures/julia_mpi.c"
 #endif
+#ifndef MPI_LOOPBACK_ENV
+#error "MPI_LOOPBACK_ENV must name scripts/mpi-loopback.env"
+#endif
 
 namespace ldshim::difftest::report {
 
@@ -13,8 +16,19 @@ bool mpi_available() {
               "command -v mpirun >/dev/null") == 0;
 }
 
+Env mpi_loopback_env() {
+    Env env;
+    for (const auto& line : read_lines(MPI_LOOPBACK_ENV)) {
+        auto eq = line.find('=');
+        if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+        env.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+    }
+    if (env.empty()) ADD_FAILURE() << "no MPI loopback settings in " << MPI_LOOPBACK_ENV;
+    return env;
+}
+
 Env ucx_env() {
-    return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+    Env env{{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
             {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
             {"OMPI_MCA_pml", "ucx"},
             {"OMPI_MCA_pml_ucx_tls", "any"},
@@ -22,6 +36,20 @@ Env ucx_env() {
             {"OMPI_MCA_opal_common_ucx_opal_mem_hooks", "0"},
             {"UCX_MEM_MMAP_HOOK_MODE", "reloc"},
             {"UCX_MEM_MALLOC_RELOC", "n"}};
+    Env loopback = mpi_loopback_env();
+    env.insert(env.end(), loopback.begin(), loopback.end());
+    return env;
+}
+
+std::string mpirun_ucx(int np) {
+    std::string cmd = "timeout 120 mpirun --allow-run-as-root -np " + std::to_string(np) +
+                      " --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
+                      " --mca opal_common_ucx_opal_mem_hooks 0";
+    // An MCA variable becomes mpirun's own --mca; anything else reaches the ranks through -x.
+    const std::string mca = "OMPI_MCA_";
+    for (const auto& [k, v] : mpi_loopback_env())
+        cmd += k.rfind(mca, 0) == 0 ? " --mca " + k.substr(mca.size()) + " " + quote(v) : " -x " + quote(k + "=" + v);
+    return cmd;
 }
 
 LibSpec openlibm(int id, std::string soname) {

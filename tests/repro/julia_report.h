@@ -2,7 +2,8 @@
 // whose libjulia dlopens libmpi, calls MPI_Init (UCX pml, ucm in reloc mode),
 // then dlopens libopenlibm by name.  One table, shared by the repro suite
 // (mpi_test.cc: unpatched UCX and the preload) and the patched-UCX suite
-// (tests/ucx-patched).  The compiling test defines JULIA_SRC.
+// (tests/ucx-patched).  The compiling test defines JULIA_SRC and
+// MPI_LOOPBACK_ENV (scripts/mpi-loopback.env).
 #pragma once
 
 #include "../differential/harness.h"
@@ -16,8 +17,15 @@
 namespace ldshim::difftest::report {
 
 bool mpi_available();
-// ucm in reloc mode on the UCX pml, as in the report.
+// scripts/mpi-loopback.env: the settings that keep every MPI and UCX run on
+// loopback.  A file that cannot be read fails the test.
+Env mpi_loopback_env();
+// ucm in reloc mode on the UCX pml, as in the report, on loopback.
 Env ucx_env();
+// "timeout 120 mpirun ... -np N" with the UCX pml of the report and the
+// loopback settings as its own arguments; the caller appends -x options and
+// the program.
+std::string mpirun_ucx(int np);
 
 // A libopenlibm copy that prints `id` when loaded.
 LibSpec openlibm(int id, std::string soname = {});

@@ -49,9 +49,7 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     auto same = [&](const Capture& x) { return line(x) == line(truth); };
     // ldshim under mpirun: the launcher's own environment must reach the rank,
     // so this run does not go through env -i.
-    std::string cmd = "cd " + quote(t.root()) +
-                      " && timeout 120 mpirun --allow-run-as-root -np 1 --mca pml ucx --mca pml_ucx_tls any"
-                      " --mca pml_ucx_devices any --mca opal_common_ucx_opal_mem_hooks 0"
+    std::string cmd = "cd " + quote(t.root()) + " && " + mpirun_ucx(1) +
                       " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n"
                       " -x LD_PRELOAD=" PRELOAD_LIB_PATH;
     for (const auto& [k, v] : env) cmd += " -x " + quote(k + "=" + v);
@@ -133,9 +131,7 @@ TEST_F(Mpi, mpirun_two_ranks_original_case) {
     julia(t, {.rpath = "$ORIGIN:$ORIGIN/julia"});
     auto mpirun = [&](bool with_ldshim) {
         std::string cmd =
-            "cd " + quote(t.root()) +
-            " && timeout 120 mpirun --allow-run-as-root -np 2 --mca pml ucx --mca pml_ucx_tls any"
-            " --mca pml_ucx_devices any --mca opal_common_ucx_opal_mem_hooks 0"
+            "cd " + quote(t.root()) + " && " + mpirun_ucx(2) +
             " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n" +
             std::string(with_ldshim ? " -x LD_PRELOAD=" PRELOAD_LIB_PATH : "") +
             " bin/julia libopenlibm.so mpi > .out/mpirun 2>&1";
