@@ -141,30 +141,37 @@ void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
 // The already-loaded fast path (LiveProcess::loaded_fast): no lock, no walk,
 // no allocation.  Not while logging (each decision is printed), nor inside
 // the model, nor before the model exists.
-bool loaded_fast(const char* file, const char*& path) noexcept {
+bool loaded_fast(const char* file, const char*& handed) noexcept {
     if (!file || t_inside || !host::settings_ready()) return false;
     const host::Settings& settings = host::settings();
     if (settings.disabled || settings.debug) return false;
     const LiveProcess* lp = LiveProcess::existing();
-    return lp && lp->loaded_fast(file, path);
+    return lp && lp->loaded_fast(file, handed);
 }
 
-// The fast path's answer: `file` is one of the loaded object's own names
-// (l_name, l_libname, SONAME; path is its l_name, nullptr for the main
-// program).  glibc looks for a loaded object by name before any search, in
-// load order and whoever calls, so the name asked for gives the same object
-// and the same bookkeeping (a SONAME match is recorded as glibc records it);
-// an absolute l_name would cost glibc a long strcmp against every loaded
-// object's name.  Marked as forwarded, so a wrapper that sends it straight
-// back reaches glibc instead of coming round again.
-void* open_loaded(void* (*next)(const char*, int), const char* file, const char* path, int mode) {
-    const char* name = path ? file : nullptr;
-    return open_through(reinterpret_cast<void*>(next), name, false, [&] { return next(name, mode); });
+// The fast path's answer: `handed` is a name glibc knows the loaded object
+// by (nullptr for the main program).  glibc looks for a loaded object by
+// name before any search, in load order and whoever calls, so it gives the
+// same object and the same bookkeeping (a SONAME match is recorded as glibc
+// records it); where that name is the one asked for, glibc is spared a long
+// strcmp of an absolute l_name against every loaded object's name.  Marked
+// as forwarded, so a wrapper that sends it straight back reaches glibc
+// instead of coming round again.
+void* open_loaded(void* (*next)(const char*, int), const char* handed, int mode) {
+    return open_through(reinterpret_cast<void*>(next), handed, false, [&] { return next(handed, mode); });
 }
 
 bool came_back(const char* file, const void* next) {
     return file && file == t_forwarded_file && next == t_forwarded_next;
 }
+
+// What this thread is handing to `next` reaching ldshim again through
+// another entry: an interposer in front of ldshim passed it on to the next
+// dlopen, ldshim's own (dlsym(RTLD_NEXT), or a GOT patcher's saved
+// original).  It was decided once, so it goes on to this entry's `next`
+// unanswered; deciding it again would take the path for the request and
+// lose the name asked for.
+bool passing_through(const char* file) { return file && file == t_forwarded_file; }
 
 // The model's answer `r` for dlopen(file, mode), carried out through `next`.
 void* open_answer(void* (*next)(const char*, int), const char* file, int mode, const Resolution& r) {
@@ -201,9 +208,10 @@ extern "C" {
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
     if (!next) next = ldshim::host::libc_dlopen;
     if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
-    if (const char* path = nullptr; loaded_fast(file, path)) {
+    if (passing_through(file)) return next(file, mode);
+    if (const char* handed = nullptr; loaded_fast(file, handed)) {
         t_error_set = false;
-        return open_loaded(next, file, path, mode);
+        return open_loaded(next, handed, mode);
     }
     Resolution r;
     if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
@@ -215,10 +223,10 @@ ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* cal
     if (!file || !handle) return LDSHIM_ERR_INVALID_ARGUMENT;
     if (!next) next = ldshim::host::libc_dlopen;
     // ldshim's own forwarding coming back through the caller: not ldshim's to answer.
-    if (came_back(file, reinterpret_cast<void*>(next))) return LDSHIM_ERR_UNSUPPORTED;
-    if (const char* path = nullptr; loaded_fast(file, path)) {
+    if (came_back(file, reinterpret_cast<void*>(next)) || passing_through(file)) return LDSHIM_ERR_UNSUPPORTED;
+    if (const char* handed = nullptr; loaded_fast(file, handed)) {
         t_error_set = false;
-        *handle = open_loaded(next, file, path, mode);
+        *handle = open_loaded(next, handed, mode);
         return LDSHIM_OK;
     }
     Resolution r;
@@ -246,7 +254,7 @@ void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const
     if (lmid == LM_ID_BASE) {
         // The base namespace is dlopen's; `next` still makes the final call.
         Resolution r;
-        if (came_back(file, reinterpret_cast<void*>(next)) ||
+        if (came_back(file, reinterpret_cast<void*>(next)) || passing_through(file) ||
             !decide("dlmopen", caller, file, mode, false, reinterpret_cast<void*>(next), r))
             return next(lmid, file, mode);
         if (r.kind == Resolution::Kind::not_found) {

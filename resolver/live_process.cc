@@ -74,7 +74,9 @@ std::atomic<LiveProcess*> g_existing{nullptr};
 struct FastSlot {
     std::atomic<unsigned> seq{0};
     std::atomic<const char*> name{nullptr};
-    std::atomic<const char*> path{nullptr};  // nullptr: the main program
+    // The name glibc is handed (one it knows the object by), nullptr for
+    // the main program.
+    std::atomic<const char*> handed{nullptr};
     std::atomic<unsigned long long> adds{0};
     std::atomic<unsigned int> nloaded{0};
 };
@@ -222,7 +224,7 @@ bool LiveProcess::read_generation(Generation& g) const noexcept {
     return false;
 }
 
-bool LiveProcess::loaded_fast(const char* file, const char*& path) const noexcept {
+bool LiveProcess::loaded_fast(const char* file, const char*& handed) const noexcept {
     if (!words_ok_.load(std::memory_order_acquire)) return false;
     Generation now;
     if (!read_generation(now)) return false;
@@ -233,11 +235,11 @@ bool LiveProcess::loaded_fast(const char* file, const char*& path) const noexcep
     // from a newer write synchronises with its release store, so the
     // sequence read after it has moved; on x86 these are plain loads.
     const char* name = s.name.load(std::memory_order_acquire);
-    const char* p = s.path.load(std::memory_order_acquire);
+    const char* p = s.handed.load(std::memory_order_acquire);
     Generation at{s.adds.load(std::memory_order_acquire), s.nloaded.load(std::memory_order_acquire)};
     if (s.seq.load(std::memory_order_relaxed) != seq) return false;
     if (!name || !(at == now) || std::strcmp(name, file) != 0) return false;
-    path = p;
+    handed = p;
     return true;
 }
 
@@ -255,11 +257,18 @@ void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
     const char* path = main ? nullptr : intern(o.name);
     const char* n = intern(name);
     if (!n || (!main && !path)) return;
+    // glibc knows every object by its l_name and its SONAME.  Another name
+    // of the model's may be one only the model holds: the name asked for
+    // when ldshim loaded the object by its path, which glibc, asked from
+    // ldshim, would search for and may not find.  Such a name is answered
+    // with the path, as the model's own answer is.
+    const bool glibc_knows = o.name == name || (o.facts.soname && *o.facts.soname == name);
+    const char* handed = main ? nullptr : glibc_knows ? n : path;
     FastSlot& s = g_fast[slot_of(n)];
     unsigned seq = s.seq.load(std::memory_order_relaxed);
     s.seq.store(seq + 1, std::memory_order_relaxed);  // ordered before the fields by their release
     s.name.store(n, std::memory_order_release);
-    s.path.store(path, std::memory_order_release);
+    s.handed.store(handed, std::memory_order_release);
     s.adds.store(synced_.adds, std::memory_order_release);
     s.nloaded.store(synced_.nloaded, std::memory_order_release);
     s.seq.store(seq + 2, std::memory_order_release);

@@ -57,10 +57,11 @@ public:
     // The already-loaded fast path: takes no lock, walks nothing, allocates
     // nothing.  True when `file` was answered "already loaded" (by one of
     // the object's names, so neither the caller nor the filesystem matter)
-    // and the loader has added and removed nothing since; `path` is then
-    // the object's l_name, nullptr for the main program (immortal text).
-    // False: ask resolve().
-    bool loaded_fast(const char* file, const char*& path) const noexcept;
+    // and the loader has added and removed nothing since; `handed` is then
+    // the name to hand glibc for it (immortal text): `file` where glibc knows
+    // the object by it (its l_name or SONAME), else its l_name; nullptr for
+    // the main program.  False: ask resolve().
+    bool loaded_fast(const char* file, const char*& handed) const noexcept;
 
     // Tell the model that a dlopen through ldshim loaded or failed, so the
     // next call sees the new objects (also caught by the counters).  `map`

@@ -247,6 +247,21 @@ TEST(Resolver, soname_already_loaded_is_the_same_object) {
     EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
 }
 
+// libjulia finds libopenlibm.so (SONAME libopenlibm.so.4) through its RPATH;
+// glibc then knows it by "libopenlibm.so" as well, so the main program,
+// whose lists do not reach it, gets it by that name -- once asking the model,
+// then from the already-loaded fast path.  ldshim loaded it by its path, so
+// glibc itself holds only the path and the SONAME: the fast path must hand
+// it one of those (generator seed 104331: the third call failed).
+TEST(Resolver, a_name_only_the_model_holds_is_handed_to_glibc_as_the_path) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so.4"));
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"}, {.rpath = "$ORIGIN/../lib"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so", "o:libopenlibm.so", "o:libopenlibm.so"});
+    ASSERT_EQ(r.results.size(), 3u) << ::testing::PrintToString(r.errors);
+    for (const auto& x : r.results) EXPECT_EQ(x, t.abs("bin") + "/../lib/julia/libopenlibm.so");
+}
+
 TEST(Resolver, foreign_class_file_is_skipped) {
     Tree t;
     t.lib32("lib/libopenlibm.so");
