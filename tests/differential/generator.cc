@@ -29,6 +29,7 @@ struct Logical {
 // files placed so far.
 struct Shape {
     std::vector<std::string> dirs;
+    std::vector<std::string> spellings;  // dirs, and links to them: what lists may name
     std::vector<Logical> logicals;
     std::vector<std::string> lib_files;
 };
@@ -46,11 +47,33 @@ std::string origin_to(Rng& r, const std::string& owner_dir, const std::string& t
     return s + target;
 }
 
+// The same directory under another spelling, as people write them in
+// RPATHs: "." and "dir/.." steps (dir existing, missing or a regular file),
+// doubled slashes, a trailing "/" or "/.".  The loader keeps the name as
+// written (each spelling is its own pool entry), the kernel resolves it.
+std::string respell(Rng& r, const Shape& s, std::string dir) {
+    for (std::size_t n = 1 + r.below(2); n > 0; --n) {
+        std::vector<std::size_t> slashes;
+        for (std::size_t i = 0; i < dir.size(); ++i)
+            if (dir[i] == '/') slashes.push_back(i);
+        std::size_t roll = r.below(100);
+        std::string step = roll < 25 ? "/./" : roll < 45 ? "//" : roll < 60 ? "/m1/../" : roll < 65 ? "/afile/../" : "";
+        if (step.empty()) step = "/" + r.pick(s.spellings) + "/../";
+        if (r.chance(25) || slashes.empty())
+            dir += r.chance(50) ? "/." : step.substr(0, step.size() - 1);  // trailing
+        else
+            dir.replace(r.pick(slashes), 1, step);
+    }
+    return dir;
+}
+
 // One element of an RPATH, RUNPATH or LD_LIBRARY_PATH list.
 std::string element(Rng& r, const Shape& s, const std::string& owner_dir) {
-    const std::string& d = r.pick(s.dirs);
+    const std::string& d = r.pick(s.spellings);
     std::size_t roll = r.below(100);
-    if (roll < 30) return "@/" + d;
+    if (roll < 10) return respell(r, s, "@/" + d);
+    if (roll < 15) return respell(r, s, origin_to(r, owner_dir, d));
+    if (roll < 32) return "@/" + d;
     if (roll < 36) return "@/" + d + "/";
     if (roll < 50) return origin_to(r, owner_dir, d);
     if (roll < 58) return "@/m" + std::to_string(r.below(3));
@@ -61,7 +84,8 @@ std::string element(Rng& r, const Shape& s, const std::string& owner_dir) {
     if (roll < 78) return r.chance(50) ? "/usr/lib/x86_64-linux-gnu" : "/lib";
     if (roll < 81) return "@/afile";  // a regular file, absolute: pruned
     if (roll < 83) return "afile";    // relative: ENOTDIR abandons the list
-    if (roll < 86) return "@/" + d + "/$LIB";
+    if (roll < 84) return "@/" + d + "/$LIB";
+    if (roll < 86) return "@/" + d + (r.chance(50) ? "/$PLATFORM" : "/${PLATFORM}");  // x86_64 or haswell, say
     if (roll < 90) return "@/" + d + "/tls";
     return origin_to(r, owner_dir, d) + "/";
 }
@@ -93,6 +117,13 @@ Shape make_shape(Rng& r) {
     Shape s;
     for (std::size_t i = 0, n = 2 + r.below(3); i < n; ++i) s.dirs.push_back("d" + std::to_string(i));
     if (r.chance(20)) s.dirs.push_back("d0/sub");
+    // A directory named like a subdirectory the loader tries in every
+    // directory: in a list it is a pool entry of its own, and a
+    // subdirectory of another entry as well.
+    if (r.chance(25))
+        s.dirs.push_back(r.pick<std::string>({"x86_64", "tls", "haswell", "d0/x86_64", "d1/tls", "d0/haswell"}));
+    if (r.chance(15)) s.dirs.push_back("d1/e");
+    s.spellings = s.dirs;
     for (std::size_t i = 0, n = 2 + r.below(5); i < n; ++i) {
         std::string base = "libqg" + std::to_string(i) + ".so";
         std::size_t roll = r.below(100);
@@ -114,7 +145,9 @@ std::string placement(Rng& r, const Shape& s, const Logical& l) {
                                                   "glibc-hwcaps/x86-64-v4/",
                                                   "tls/",
                                                   "x86_64/",
-                                                  "tls/x86_64/"};
+                                                  "tls/x86_64/",
+                                                  "haswell/",
+                                                  "tls/haswell/x86_64/"};
     std::string sub = r.chance(60) ? "" : r.pick(subs);
     return r.pick(s.dirs) + "/" + sub + l.file;
 }
@@ -139,6 +172,13 @@ void make_libs(Rng& r, Shape& s, GenTree& t) {
     }
 }
 
+// "@/FILE", its directory sometimes spelled another way.
+std::string spelled_file(Rng& r, const Shape& s, const std::string& file) {
+    if (!r.chance(30)) return "@/" + file;
+    auto slash = file.rfind('/');
+    return respell(r, s, "@/" + file.substr(0, slash)) + file.substr(slash);
+}
+
 void make_env(Rng& r, const Shape& s, GenTree& t) {
     std::string exe_dir = dirname_of(t.exe);
     if (r.chance(40)) {
@@ -154,7 +194,7 @@ void make_env(Rng& r, const Shape& s, GenTree& t) {
             else if (roll < 70)
                 t.preload.push_back("libqgnope.so");
             else if (roll < 82)
-                t.preload.push_back("@/" + r.pick(s.lib_files));
+                t.preload.push_back(spelled_file(r, s, r.pick(s.lib_files)));
             else if (roll < 87)
                 t.preload.push_back("@/m0/libqgnope.so");
             else if (roll < 92)
@@ -196,8 +236,21 @@ std::vector<std::string> copies_of(const Shape& s, const GenTree& t, const std::
 // program's dependencies, preloads, earlier dlopen targets.
 void make_ops(Rng& r, const Shape& s, GenTree& t) {
     std::vector<std::string> likely;
+    // A name's copies, and two levels of what they need: a dependency of a
+    // dlopen'ed object calls with the loader chain above it.
     auto note = [&](const std::string& name) {
-        for (auto& f : copies_of(s, t, name)) likely.push_back(f);
+        std::vector<std::string> level = copies_of(s, t, name);
+        for (int depth = 0; depth < 3 && !level.empty(); ++depth) {
+            std::vector<std::string> next;
+            for (const auto& f : level) {
+                likely.push_back(f);
+                for (const auto& l : t.libs)
+                    if (l.file == f)
+                        for (const auto& n : l.needed)
+                            for (auto& g : copies_of(s, t, n)) next.push_back(g);
+            }
+            level = std::move(next);
+        }
     };
     for (const auto& n : t.exe_needed) note(n);
     for (const auto& n : t.preload) note(n);
@@ -205,12 +258,18 @@ void make_ops(Rng& r, const Shape& s, GenTree& t) {
         GenOp op;
         op.kind = r.chance(20) ? 'n' : 'o';
         std::size_t who = r.below(100);
-        if (who >= 35) op.caller = who < 85 && !likely.empty() ? r.pick(likely) : r.pick(s.lib_files);
+        // A chain: the object the previous call loaded calls next, so that
+        // the loader chain of a dlopen'ed caller (its RPATHs) grows with it.
+        std::vector<std::string> last = t.ops.empty() ? std::vector<std::string>{} : copies_of(s, t, t.ops.back().name);
+        if (who >= 45) op.caller = who < 85 && !likely.empty() ? r.pick(likely) : r.pick(s.lib_files);
+        if (!last.empty() && r.chance(35)) op.caller = r.pick(last);
         std::size_t roll = r.below(100);
         if (roll < 15 && !t.ops.empty())
             op.name = r.pick(t.ops).name;  // a second dlopen of the same name
-        else if (roll < 25)
-            op.name = "@/" + r.pick(s.lib_files);
+        else if (roll < 22)
+            op.name = spelled_file(r, s, r.pick(s.lib_files));
+        else if (roll < 25)  // relative to the working directory, the tree's root
+            op.name = spelled_file(r, s, r.pick(s.lib_files)).substr(2);
         else if (roll < 30)  // $ORIGIN is the caller's
             op.name = origin_to(r, dirname_of(op.caller.empty() ? t.exe : op.caller), r.pick(s.lib_files));
         else
@@ -235,6 +294,12 @@ GenTree generate(std::uint64_t seed, bool with_cache) {
     Shape s = make_shape(r);
     t.dirs = s.dirs;
     t.files = {"afile"};
+    // The same directory under another name: "l0 -> d1/e", say.  Through a
+    // link, "l0/.." is d1, not the tree's root.
+    if (r.chance(20)) {
+        t.dir_links.emplace_back("l0", r.pick(s.dirs));
+        s.spellings.push_back("l0");
+    }
     if (r.chance(40)) t.exe = "bin/prog";
     make_libs(r, s, t);
     for (std::size_t i = 0, n = r.below(4); i < n; ++i) {
@@ -245,9 +310,9 @@ GenTree generate(std::uint64_t seed, bool with_cache) {
     t.exe_nodeflib = r.chance(4);
     make_env(r, s, t);
     make_reachable(r, t);
-    if (with_cache && r.chance(15)) {
-        for (const auto& d : s.dirs)
-            if (r.chance(50)) t.cache_dirs.push_back(d);
+    if (with_cache && r.chance(35)) {
+        for (const auto& d : s.spellings)
+            if (r.chance(50)) t.cache_dirs.push_back(r.chance(25) ? respell(r, s, d) : d);
         if (t.cache_dirs.empty()) t.cache_dirs.push_back(s.dirs[0]);
     }
     make_ops(r, s, t);
@@ -276,6 +341,7 @@ std::string describe(const GenTree& t) {
     if (t.ld_library_path) o << "  LD_LIBRARY_PATH='" << join(*t.ld_library_path, t.llp_sep) << "'\n";
     if (!t.preload.empty()) o << "  LD_PRELOAD='" << join(t.preload, t.preload_sep) << "'\n";
     if (!t.cache_dirs.empty()) o << "  private ld.so.cache over: " << join(t.cache_dirs, ' ') << "\n";
+    for (const auto& [link, target] : t.dir_links) o << "  dir " << link << " -> symbolic link to " << target << "\n";
     o << "  ops:";
     for (const auto& op : t.ops)
         o << " " << (op.kind == 'n' ? "dlopen-noload(" : "dlopen(") << op.name << ") from "
@@ -304,6 +370,8 @@ std::vector<GenTree> reductions(const GenTree& t) {
     for (std::size_t i = 0; i < t.libs.size(); ++i) with([&](GenTree& c) { c.libs.erase(c.libs.begin() + i); });
     for (std::size_t i = 0; i < t.ops.size(); ++i) with([&](GenTree& c) { c.ops.erase(c.ops.begin() + i); });
     if (!t.cache_dirs.empty()) with([](GenTree& c) { c.cache_dirs.clear(); });
+    for (std::size_t i = 0; i < t.dir_links.size(); ++i)
+        with([&](GenTree& c) { c.dir_links.erase(c.dir_links.begin() + static_cast<std::ptrdiff_t>(i)); });
     for (std::size_t i = 0; i < t.preload.size(); ++i)
         with([&](GenTree& c) { c.preload.erase(c.preload.begin() + i); });
     for (std::size_t i = 0; i < t.exe_needed.size(); ++i)

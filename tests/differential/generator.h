@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ldshim::difftest::gen {
@@ -43,7 +44,11 @@ struct GenTree {
     PathList exe_rpath, exe_runpath;
     bool exe_nodeflib = false;
     std::vector<GenLibrary> libs;
-    std::vector<std::string> dirs;   // directories created even when empty
+    std::vector<std::string> dirs;  // directories created even when empty
+    // Symbolic links to directories: (link, target), both tree-relative, the
+    // target as the link holds it.  Made after `dirs`; no library is placed
+    // through one, so each file has one name of its own.
+    std::vector<std::pair<std::string, std::string>> dir_links;
     std::vector<std::string> files;  // regular files that are not libraries
     PathList ld_library_path;        // joined with llp_sep
     char llp_sep = ':';

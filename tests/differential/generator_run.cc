@@ -145,6 +145,7 @@ std::string Workshop::build_script(const GenTree& t, const std::string& root) co
     std::string s = "set -e; cd " + quote(root) + "; mkdir -p .out";
     for (const auto& d : t.dirs) add_word(s, quote(d));
     for (const auto& f : t.files) s += "; echo not-a-directory > " + quote(f);
+    for (const auto& [link, target] : t.dir_links) s += "; ln -s " + quote(target) + " " + quote(link);
     // `pre` "-Wl," for cc ("-Wl,-rpath,DIR"), "" for ld ("-rpath DIR").
     auto paths = [&](const PathList& rp, const PathList& rn, const std::string& pre) {
         std::string a, sep = pre.empty() ? " " : ",";
