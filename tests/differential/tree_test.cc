@@ -630,3 +630,45 @@ TEST(Diff, each_process_is_modelled_with_the_environment_it_started_with) {
     EXPECT_NE(cut.out.find("modelled with ldsearch's own environment"), std::string::npos) << cut.out;
     sh("rm -rf " + quote(dir));
 }
+
+// A program the loader cannot start is what people bring to --diff: its
+// startup search is compared, and only a failed exec is exit status 125.
+TEST(Diff, a_program_the_loader_cannot_start_is_compared_not_refused) {
+    Tree t;
+    t.lib("d/libgone.so", so("libgone.so"));
+    t.exe("dlo", {.needs = {"d/libgone.so"}, .rpath = t.abs("d")});
+    sh("rm " + quote(t.abs("d/libgone.so")));
+    DiffRun d = diff_run(t, "--diff -- ./dlo");
+    EXPECT_EQ(d.status, 0) << d.out;
+    EXPECT_NE(d.out.find("libgone.so: cannot open shared object file"), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find(identical(1, 1)), std::string::npos) << d.out;
+}
+
+// The log does not say that a dlopen was RTLD_NOLOAD; it says that no new
+// object was mapped.  Replayed as a plain dlopen, the NOLOAD probe would load
+// libA.so and search for its dependency, which the loader did not do, and
+// the later real dlopen would then find libA.so loaded and search nothing.
+TEST(Diff, an_rtld_noload_dlopen_is_replayed_as_one) {
+    Tree t;
+    t.lib("d/libB.so", so("libB.so"));
+    t.lib("d/libA.so", {.soname = "libA.so", .needs = {"d/libB.so"}});
+    t.exe("dlo", {.rpath = t.abs("d")});
+    DiffRun d = diff_run(t, "--diff -- ./dlo n:libA.so o:libA.so n:libB.so");
+    EXPECT_EQ(d.status, 0) << d.out;
+    EXPECT_NE(d.out.find(identical(4, 1)), std::string::npos) << d.out;
+}
+
+// The loader names an object dlopen'ed as "$ORIGIN/..." by the expansion,
+// which the log states first in its dependencies' "needed by" lines; those
+// are the dlopen's, not the start of a program exec'd in the process.
+TEST(Diff, the_dependencies_of_an_object_dlopened_by_an_origin_path_are_not_an_exec) {
+    Tree t;
+    t.lib("d/libB.so", so("libB.so"));
+    t.lib("d/libA.so", {.soname = "libA.so", .needs = {"d/libB.so"}, .runpath = "$ORIGIN"});
+    t.lib("e/libC.so", so("libC.so"));
+    t.exe("dlo", {.rpath = t.abs("e")});
+    DiffRun d = diff_run(t, "--diff -- ./dlo 'o:$ORIGIN/d/libA.so' o:libC.so");
+    EXPECT_EQ(d.status, 0) << d.out;
+    EXPECT_NE(d.out.find(identical(3, 1)), std::string::npos) << d.out;
+    EXPECT_EQ(d.out.find("skipped"), std::string::npos) << d.out;
+}

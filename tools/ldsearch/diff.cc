@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +191,9 @@ void replay_program(long pid, const LoggedProgram& prog, const Environment* env,
         DlopenRequest req;
         req.caller = caller;
         req.name = d.name;
+        // The log does not state the mode, only whether a new object was
+        // mapped; where none was, RTLD_NOLOAD searches and answers alike.
+        req.noload = !d.mapped;
         engine.dlopen(req);
         compare(what, lines, search_lines(rec.events), t);
         i = j;
@@ -260,6 +264,47 @@ void remove_capture(const std::string& dir) {
     rmdir(dir.c_str());
 }
 
+// Runs COMMAND with the loader's debug output going to DIR and waits for it.
+// Returns 0 once it ran -- whatever its exit status, since a program the
+// loader cannot start is just what a user brings to --diff -- or the errno of
+// the failed exec, which a close-on-exec pipe carries back.
+int run_captured(const std::vector<std::string>& command, const std::string& dir,
+                 const std::optional<EnvRecorder>& recorder) {
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int error = errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return error;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        setenv("LD_DEBUG", "libs,files", 1);
+        setenv("LD_DEBUG_OUTPUT", (dir + "/ld").c_str(), 1);
+        if (recorder) arm_env_recorder(*recorder);
+        std::vector<char*> argv;
+        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        int error = errno;
+        ssize_t ignored = write(pipefd[1], &error, sizeof error);
+        (void)ignored;
+        _exit(127);
+    }
+    close(pipefd[1]);
+    int exec_error = 0;
+    ssize_t n;
+    while ((n = read(pipefd[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+    }
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return n == static_cast<ssize_t>(sizeof exec_error) ? exec_error : 0;
+}
+
 }  // namespace
 
 int replay_logs(const std::vector<std::string>& logs, bool json) {
@@ -280,26 +325,8 @@ int diff_command(const std::vector<std::string>& command, bool keep, bool json) 
     auto recorder = install_env_recorder(dir, &why);
     if (!recorder)
         std::fprintf(stderr, "ldsearch: %s: each process is modelled with ldsearch's own environment\n", why.c_str());
-    pid_t pid = fork();
-    if (pid < 0) {
-        std::fprintf(stderr, "ldsearch: fork: %s\n", std::strerror(errno));
-        return kCannotRun;
-    }
-    if (pid == 0) {
-        setenv("LD_DEBUG", "libs,files", 1);
-        setenv("LD_DEBUG_OUTPUT", (dir + "/ld").c_str(), 1);
-        if (recorder) arm_env_recorder(*recorder);
-        std::vector<char*> argv;
-        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "ldsearch: cannot run %s: %s\n", argv[0], std::strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    if (int error = run_captured(command, dir, recorder); error != 0) {
+        std::fprintf(stderr, "ldsearch: cannot run %s: %s\n", command[0].c_str(), std::strerror(error));
         remove_capture(dir);
         return kCannotRun;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 namespace ldsearch {
@@ -58,11 +59,21 @@ bool split_debug_line(std::string_view line, long& pid, std::string_view& payloa
     return true;
 }
 
-// file= lines that are not a lookup: "file=X [0];  generating link map"
-// (dl-load.c), and a symbol binding that made X a dependency of Y:
-// "file=X [0];  needed by Y [0] (relocation dependency)" (dl-lookup.c).
-bool is_file_note(std::string_view p) {
-    return p.ends_with(";  generating link map") || p.ends_with(" (relocation dependency)");
+constexpr std::string_view kMapping = ";  generating link map";
+
+// A file= line that is not a lookup: a symbol binding that made X a
+// dependency of Y, "file=X [0];  needed by Y [0] (relocation dependency)"
+// (dl-lookup.c).
+bool is_file_note(std::string_view p) { return p.ends_with(" (relocation dependency)"); }
+
+// "file=X [NS];  generating link map" (dl-load.c): the file found for the
+// lookup of X is being mapped as a new object.  Returns X.
+std::optional<std::string_view> parse_mapping(std::string_view p) {
+    if (!starts(p, "file=") || !p.ends_with(kMapping)) return std::nullopt;
+    p = p.substr(5, p.size() - 5 - kMapping.size());
+    auto br = p.rfind(" [");
+    if (br == std::string_view::npos) return std::nullopt;
+    return p.substr(0, br);
 }
 
 // "file=X [NS];  destroying link map" (dl-close.c): dlclose unloaded X.
@@ -90,10 +101,15 @@ struct LogReader {
     bool started = false;  // past "transferring control"
     bool have_prog = false;
     LoggedLookup* open = nullptr;  // the lookup search lines belong to
+    LoggedLookup* last = nullptr;  // the lookup opened last (its mapping follows it)
     // Names the program's objects go by ("calling init:" paths, files tried,
     // the program): a "needed by" someone else after "transferring control"
     // is a new program exec'd in the same process.
     std::set<std::string, std::less<>> known;
+    // Objects mapped under a name with a DST: the loader names such an object
+    // by the expansion, which no line states before a "needed by" does, so
+    // that many unknown requesters are these objects, not an exec.
+    std::size_t unnamed_objects = 0;
 
     bool any_loader_line = false;
 
@@ -134,6 +150,8 @@ struct LogReader {
         have_prog = false;
         started = false;
         open = nullptr;
+        last = nullptr;
+        unnamed_objects = 0;
         known.clear();
     }
 
@@ -147,7 +165,7 @@ struct LogReader {
     void open_lookup(LoggedLookup l) {
         auto& list = started ? prog.later : prog.startup;
         list.push_back(std::move(l));
-        open = &list.back();
+        open = last = &list.back();
     }
 
     // "file=NAME [NS];  needed by X [NS]" (or "dynamically loaded by"): a
@@ -156,12 +174,25 @@ struct LogReader {
         LoggedLookup l;
         if (parse_unload(p, l)) {
             if (started) prog.later.push_back(std::move(l));  // at startup: a preload that failed
-            open = nullptr;
+            open = last = nullptr;
+            unnamed_objects = 0;
+            return nullptr;
+        }
+        if (auto mapped = parse_mapping(p)) {
+            take_mapping(*mapped);
             return nullptr;
         }
         if (is_file_note(p)) return nullptr;
         if (!parse_file_line(p.substr(5), l)) return "a file= line of an unknown form";
-        if (started && !l.dynamic && !known.count(l.requester)) finish_program();  // exec
+        if (l.dynamic) unnamed_objects = 0;
+        if (started && !l.dynamic && !known.count(l.requester)) {
+            if (unnamed_objects > 0) {
+                --unnamed_objects;
+                known.insert(l.requester);
+            } else {
+                finish_program();  // exec
+            }
+        }
         if (!have_prog) {
             name_program(l.requester);  // the first lookup is for the program
             known.insert(l.requester);
@@ -169,6 +200,13 @@ struct LogReader {
         if (l.name.find('/') != std::string::npos) known.insert(l.name);
         open_lookup(std::move(l));
         return nullptr;
+    }
+
+    // The lookup just made found a file that becomes a new object.
+    void take_mapping(std::string_view name) {
+        if (last && last->name == name) last->mapped = true;
+        if (started && name.find('$') != std::string_view::npos) ++unnamed_objects;
+        open = nullptr;
     }
 
     // "find library=NAME [NS]; searching": continues the lookup its file=
@@ -209,6 +247,8 @@ struct LogReader {
             open = nullptr;
         } else if (starts(p, "calling init: ")) {
             known.insert(std::string(p.substr(14)));
+        } else if (starts(p, "opening file=")) {
+            unnamed_objects = 0;  // the dlopen returned: no more of its objects
         }
     }
 };

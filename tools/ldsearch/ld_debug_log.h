@@ -21,6 +21,9 @@ struct LoggedLookup {
     unsigned long ns = 0;            // link-map namespace
     std::vector<std::string> lines;  // its search lines, in order (may be empty)
     bool unload = false;             // "destroying link map": dlclose unloaded `name`; no search
+    // "generating link map" followed: the file it found became a new object.
+    // A dlopen that found a file not loaded yet without it was RTLD_NOLOAD.
+    bool mapped = false;
 };
 
 struct LoggedProgram {

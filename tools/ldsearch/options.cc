@@ -129,7 +129,7 @@ Modelling the process:
 
 Exit status: 0 success; 1 PROGRAM would fail to start, or a dlopen would fail,
 or (--diff, --replay) a search differs, or (check) a problem was found;
-125 --diff could not run COMMAND (glibc's message is printed on stderr);
+125 --diff could not run COMMAND (exec failed: the reason is printed on stderr);
 2 usage error; 3 PROGRAM (or a check PATH) cannot be read or is not an ELF
 program for this loader; 4 the loader's configuration could not be read.
 )";
