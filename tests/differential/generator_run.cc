@@ -108,7 +108,8 @@ struct Workshop::Runs {
     std::vector<std::string> real_search, real_out, real_err;
     std::vector<std::string> emu_search, emu_results, emu_err;
     std::vector<std::string> resolver_out;
-    int real_status = 0, emu_status = 0;
+    std::vector<std::string> diff_out;
+    int real_status = 0, emu_status = 0, diff_status = 0;
     bool ran_resolver = false;
 };
 
@@ -238,6 +239,19 @@ int run_ldsearch(const GenTree& t, const std::string& root, const std::vector<st
     return sh(cmd);
 }
 
+// ldsearch --diff on the same run: the program under the real loader once
+// more, every search replayed from the object the loader attributed it to.
+// Returns ldsearch's exit status; its report lands in root/.out/diff.*.
+int run_diff(const GenTree& t, const std::string& root) {
+    std::string out = root + "/.out/diff";
+    std::string cmd = "cd " + quote(root) + " && " + cache_prefix(t, root) + " env -i PATH=/usr/bin:/bin" + cpu_env();
+    for (const auto& [k, v] : tree_env(t, root)) add_word(cmd, quote(k + "=" + v));
+    cmd += " " + quote(LDSEARCH_PATH) + " --diff -- " + quote(prog_arg(t));
+    for (const auto& o : driver_ops(t, root, false)) add_word(cmd, quote(o));
+    cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
+    return sh(cmd);
+}
+
 std::string section(const char* what, const std::vector<std::string>& a, const std::vector<std::string>& b,
                     const char* la, const char* lb) {
     if (a == b) return "";
@@ -256,6 +270,9 @@ Workshop::Runs Workshop::run_all(const GenTree& t, const std::string& root, bool
     for (auto& l : read_lines(root + "/.out/emu.stdout"))
         (is_search_line(l) ? r.emu_search : r.emu_results).push_back(l);
     r.emu_err = read_lines(root + "/.out/emu.stderr");
+    r.diff_status = run_diff(t, root);
+    r.diff_out = read_lines(root + "/.out/diff.stdout");
+    for (auto& l : read_lines(root + "/.out/diff.stderr")) r.diff_out.push_back(std::move(l));
     if (with_resolver && r.real_status == 0) {
         r.ran_resolver = true;
         run_program(t, root, "resolver", driver_ops(t, root, true), false, true);
@@ -289,6 +306,11 @@ Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
     if (real_failed != (r.emu_status != 0))
         v.report += "exit status: program " + std::to_string(r.real_status) + ", ldsearch " +
                     std::to_string(r.emu_status) + "\n";
+    if (r.diff_status != 0) {
+        v.report += "ldsearch --diff: exit " + std::to_string(r.diff_status) + "\n";
+        for (const auto& l : r.diff_out)
+            if (!l.starts_with("RESULT ") && !l.starts_with("ERROR ") && l != "SKIP") v.report += "  " + l + "\n";
+    }
     if (r.ran_resolver)
         v.resolver = section("runtime resolver", r.real_out, r.resolver_out, "dlopen", "ldshim_dlopen_from");
     if (r.real_status == 2 || (!r.real_out.empty() && r.real_out.size() != t.ops.size())) {
