@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages="g++ gcc meson ninja-build pkg-config libelf-dev zlib1g-dev libgtest-dev libgmock-dev \
 libbenchmark-dev nlohmann-json3-dev python3-jsonschema pax-utils python3-pyelftools libucx-dev ucx-utils openmpi-bin patchelf util-linux hyperfine strace clang lld valgrind \
 libclang-rt-14-dev heaptrack uftrace fakechroot clang-format clang-tidy shellcheck python3-numpy \
-python3-scipy python3-mpi4py r-base-core"
+python3-scipy python3-mpi4py r-base-core lmod tcl"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -23,6 +23,11 @@ if [ -n "$missing" ]; then
     apt-get update -qq
     # shellcheck disable=SC2086
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# Environment Modules, for the docs suite's module test: it conflicts with
+# lmod, so it is unpacked beside it rather than installed.
+if [ "$(id -u)" -eq 0 ]; then
+    ./scripts/environment-modules.sh >/dev/null || echo "setup: Environment Modules not unpacked; its module test will say SKIPPED"
 fi
 
 if [ ! -f build/build.ninja ]; then
