@@ -32,14 +32,8 @@ nocolor='s/\x1b\[[0-9;]*m//g'
 # The report's program: bin/julia (RPATH $ORIGIN/../lib) needs libjulia.so.1
 # (RPATH $ORIGIN:$ORIGIN/julia), which first initialises MPI and then dlopens
 # libopenlibm.so -- a library that lives only in lib/julia/.
-mkdir -p "$work/prefix/bin" "$work/prefix/lib/julia"
+"$root/tests/repro/fixtures/julia_tree.sh" "$work/prefix"
 cd "$work/prefix"
-printf 'int fixture_id(void) { return 1; }\n' > "$work/openlibm.c"
-cc -shared -fPIC -o lib/julia/libopenlibm.so "$work/openlibm.c"
-cc -shared -fPIC -DNO_MAIN -o lib/libjulia.so.1 -Wl,-soname,libjulia.so.1 "$root/tests/repro/fixtures/julia_mpi.c" \
-    -ldl -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia'
-cc -o bin/julia "$root/tests/repro/fixtures/julia_mpi.c" -Llib -l:libjulia.so.1 -ldl \
-    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
 # Open MPI with the UCX pml, ucm patching dlopen in every GOT (reloc mode), and
 # UCX's own RPATH workaround off, as in the report; all of it on loopback.
 set -a
@@ -118,23 +112,8 @@ step 6 "Not only UCX: a program built with -fsanitize=address, whose library has
 echo "ASan's runtime intercepts dlopen and calls the real one from its own library, so glibc"
 echo "searches from libasan and never sees the library's RUNPATH.  ldshim sits in front of every"
 echo "dlopen slot and hands ASan the path it found; ASan still sees the call."
-mkdir -p "$work/asan/lib/plug"
+"$root/tests/interposers/fixtures/plug_tree.sh" "$work/asan" -fsanitize=address
 cd "$work/asan"
-printf 'int plug(void) { return 7; }\n' > plug.c
-cat > host.c <<'C'
-#include <dlfcn.h>
-#include <stdio.h>
-int host_load(void) {
-    void *h = dlopen("libplug.so", RTLD_NOW);
-    if (!h) { printf("ERROR %s\n", dlerror()); return 1; }
-    printf("loaded lib/plug/libplug.so\n");
-    return 0;
-}
-C
-printf 'int host_load(void);\nint main(void) { return host_load(); }\n' > main.c
-cc -shared -fPIC -o lib/plug/libplug.so plug.c
-gcc -fsanitize=address -shared -fPIC -o lib/libhost.so host.c -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'
-gcc -fsanitize=address -o prog main.c -Llib -lhost -Wl,-rpath,'$ORIGIN/lib'
 libasan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 echo "\$ ./prog"
 out=$(ASAN_OPTIONS=detect_leaks=0 ./prog 2>&1 | tail -1); echo "   $out"

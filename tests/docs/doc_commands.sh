@@ -12,13 +12,14 @@
 # an overlay of that install on top of PREFIX; nothing outside the namespace
 # sees it.  The blocks run in a scratch directory with scripts/ and contrib/
 # linked as in a checkout, with PATH holding the example programs they use:
-#   julia     the report's Julia-shaped program (tests/repro/fixtures/julia_mpi.c,
-#             built as scripts/demo.sh builds it): `julia NAME mpi` calls
+#   julia     the report's Julia-shaped program (tests/repro/fixtures/julia_tree.sh,
+#             as scripts/demo.sh builds it): `julia NAME mpi` calls
 #             MPI_Init, then libjulia.so.1 dlopens NAME, which only
 #             libjulia's RPATH ($ORIGIN/julia) finds
 #   plug-app  a program whose library (RUNPATH $ORIGIN/plug) dlopens
-#             libplug.so (the interposers suite's case); asan-app: the same
-#             built with -fsanitize=address
+#             libplug.so (tests/interposers/fixtures/plug_tree.sh, the
+#             interposers suite's case); asan-app: the same built with
+#             -fsanitize=address
 #   cuda-app  tests/hooks/fixtures/plain_app.c on the hooks suite's fake
 #             libcudart.so.13 and libcuda.so.1
 #   srun      tests/docs/srun.sh, a stand-in for Slurm's that only forwards
@@ -75,37 +76,15 @@ meson install -C "$build" --destdir "$work/destdir" --no-rebuild --quiet >"$work
         exit 1
     }
 
-# The example programs.
+# The example programs, from the fixtures scripts/demo.sh builds them from.
 j=$examples/julia
-mkdir -p "$j/bin" "$j/lib/julia"
-printf 'int fixture_id(void) { return 1; }\n' >"$work/openlibm.c"
-cc -shared -fPIC -o "$j/lib/julia/libopenlibm.so" "$work/openlibm.c"
-cc -shared -fPIC -DNO_MAIN -o "$j/lib/libjulia.so.1" -Wl,-soname,libjulia.so.1 \
-    "$src/tests/repro/fixtures/julia_mpi.c" -ldl -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN:$ORIGIN/julia'
-cc -o "$j/bin/julia" "$src/tests/repro/fixtures/julia_mpi.c" -L"$j/lib" -l:libjulia.so.1 -ldl \
-    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
-
 p=$examples/plug
-mkdir -p "$p/bin" "$p/lib/plug" "$p/asan/plug"
-printf 'int plug(void) { return 7; }\n' >"$work/plug.c"
-cat >"$work/host.c" <<'C'
-#include <dlfcn.h>
-#include <stdio.h>
-int host_load(void) {
-    void *h = dlopen("libplug.so", RTLD_NOW);
-    if (!h) { printf("ERROR %s\n", dlerror()); return 1; }
-    printf("loaded lib/plug/libplug.so\n");
-    return 0;
-}
-C
-printf 'int host_load(void);\nint main(void) { return host_load(); }\n' >"$work/main.c"
-cc -shared -fPIC -o "$p/lib/plug/libplug.so" "$work/plug.c"
-cp "$p/lib/plug/libplug.so" "$p/asan/plug/"
-cc -shared -fPIC -o "$p/lib/libhost.so" "$work/host.c" -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'
-cc -o "$p/bin/plug-app" "$work/main.c" -L"$p/lib" -lhost -Wl,-rpath,'$ORIGIN/../lib'
-gcc -fsanitize=address -shared -fPIC -o "$p/asan/libhost.so" "$work/host.c" -ldl -Wl,--enable-new-dtags \
-    -Wl,-rpath,'$ORIGIN/plug'
-gcc -fsanitize=address -o "$p/bin/asan-app" "$work/main.c" -L"$p/asan" -lhost -Wl,-rpath,'$ORIGIN/../asan'
+"$src/tests/repro/fixtures/julia_tree.sh" "$j"
+"$src/tests/interposers/fixtures/plug_tree.sh" "$p/plain"
+"$src/tests/interposers/fixtures/plug_tree.sh" "$p/asan" -fsanitize=address
+mkdir -p "$work/bin"
+ln -s "$p/plain/prog" "$work/bin/plug-app"
+ln -s "$p/asan/prog" "$work/bin/asan-app"
 
 c=$examples/cuda
 if [ "$cuda_hooks" = 1 ]; then
@@ -120,7 +99,7 @@ if [ "$cuda_hooks" = 1 ]; then
         -L"$c/lib" -l:libcudart.so.13 -Wl,-rpath,'$ORIGIN/../lib' -ldl
 fi
 
-mkdir -p "$work/bin" "$work/cwd" "$work/out"
+mkdir -p "$work/cwd" "$work/out"
 ln -s "$src/tests/docs/srun.sh" "$work/bin/srun"
 ln -s "$src/scripts" "$work/cwd/scripts"
 ln -s "$src/contrib" "$work/cwd/contrib"
@@ -193,7 +172,7 @@ set -a
 # shellcheck disable=SC1090 # the settings file is an argument
 . "$loopback_env"
 set +a
-export PATH="$prefix/bin:$work/bin:$j/bin:$p/bin:$c/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH="$prefix/bin:$work/bin:$j/bin:$c/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_tls=any \
     OMPI_MCA_pml_ucx_devices=any OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 UCX_MEM_MMAP_HOOK_MODE=reloc \
     UCX_MEM_MALLOC_RELOC=n UCX_MEM_DLOPEN_PROCESS_RPATH=n ASAN_OPTIONS=detect_leaks=0 LDSHIM_UCX_OFFLINE=1 \
