@@ -76,8 +76,10 @@ def blocks(path, section):
                 elif marks:
                     raise SystemExit(f"{path}:{start}: expect/needs marks before a ```console block")
             marks = []
-        elif line.strip() and not m:
-            marks = []  # a mark belongs to the block right after it
+        elif line.strip() and not m and marks:
+            # A mark belongs to the block right after it: one left dangling
+            # would silently check nothing.
+            raise SystemExit(f"{path}:{i + 1}: expect/needs marks not followed by a ```sh block")
         i += 1
     if not found:
         raise SystemExit(f"{path}: no heading '{section}'")
