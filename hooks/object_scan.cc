@@ -37,11 +37,16 @@ bool relocated(const dl_phdr_info& info) {
 ObjectImports::ObjectImports(const dl_phdr_info& info)
     : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {
     const ElfW(Phdr)* dynamic = nullptr;
+    bool notes = false;
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         const ElfW(Phdr)& ph = info.dlpi_phdr[i];
         if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
+        if (ph.p_type == PT_NOTE) notes = true;
+        if (ph.p_type != PT_LOAD) continue;
+        if (nloads_ < kLoads) loads_[nloads_] = {info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz};
+        ++nloads_;
     }
-    marker_ = extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
+    marker_ = notes && extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
     if (!dynamic) {
         error_ = "no dynamic section";
         return;
@@ -54,7 +59,7 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
     }
     // Decode once: the values, and which tags were present.
     std::uint64_t rela = 0, relasz = 0, relaent = sizeof(ElfW(Rela)), jmprel = 0, pltrelsz = 0, pltrel = DT_RELA;
-    std::uint64_t symtab = 0, strtab = 0, versym = 0, verneed = 0;
+    std::uint64_t symtab = 0, strtab = 0;
     const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(dyn_addr);
     for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
         std::uint64_t v = dyn[i].d_un.d_val;
@@ -69,8 +74,8 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
             case DT_JMPREL: jmprel = v; break;
             case DT_PLTRELSZ: pltrelsz = v; break;
             case DT_PLTREL: pltrel = v; break;
-            case DT_VERSYM: versym = v; break;
-            case DT_VERNEED: verneed = v; break;
+            case DT_VERSYM: versym_ = v; break;
+            case DT_VERNEED: verneed_ = v; break;
             case DT_VERNEEDNUM: verneednum_ = v; break;
             default: break;
         }
@@ -86,9 +91,12 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
         error_ = "symbol or string table lies outside the object's segments";
         return;
     }
-    if (versym) versym_ = reinterpret_cast<const ElfW(Half)*>(pointer(versym, sizeof(ElfW(Half))));
-    if (verneed && verneednum_)
-        verneed_ = reinterpret_cast<const ElfW(Verneed)*>(pointer(verneed, sizeof(ElfW(Verneed))));
+    names_ = {reinterpret_cast<const char*>(symtab_),
+              syment_,
+              room_after(reinterpret_cast<std::uintptr_t>(symtab_)) / syment_,
+              strtab_,
+              strsz_,
+              strtab_[strsz_ - 1] == '\0'};
     // x86-64 and aarch64 use RELA only; a REL table (DT_PLTREL == DT_REL)
     // has no slots this code could interpret, so it is not read.
     if (rela && relasz) {
@@ -118,12 +126,14 @@ bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
 }
 
 const char* ObjectImports::version_name(std::uint32_t sym) const {
-    if (!versym_) return nullptr;
-    auto vs = reinterpret_cast<std::uintptr_t>(versym_ + sym);
+    auto versym = reinterpret_cast<const ElfW(Half)*>(versym_ ? pointer(versym_, sizeof(ElfW(Half))) : 0);
+    auto verneed = verneed_ && verneednum_ ? pointer(verneed_, sizeof(ElfW(Verneed))) : 0;
+    if (!versym) return nullptr;
+    auto vs = reinterpret_cast<std::uintptr_t>(versym + sym);
     if (!contains(vs, sizeof(ElfW(Half)))) return nullptr;
-    unsigned index = versym_[sym] & 0x7fff;
-    if (index < 2 || !verneed_) return nullptr;  // local or global: no version named
-    auto p = reinterpret_cast<std::uintptr_t>(verneed_);
+    unsigned index = versym[sym] & 0x7fff;
+    if (index < 2 || !verneed) return nullptr;  // local or global: no version named
+    auto p = verneed;
     for (std::size_t n = 0; n < verneednum_ && contains(p, sizeof(ElfW(Verneed))); ++n) {
         const auto* vn = reinterpret_cast<const ElfW(Verneed)*>(p);
         auto a = p + vn->vn_aux;
@@ -142,6 +152,26 @@ const char* ObjectImports::version_name(std::uint32_t sym) const {
     return nullptr;
 }
 
+std::size_t ObjectImports::room_after(std::uintptr_t addr) const {
+    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
+        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (ph.p_type == PT_LOAD && addr >= lo && addr < hi) return hi - addr;
+    }
+    return 0;
+}
+
+bool ObjectImports::complete(const ElfW(Rela) & r, const char* name, Import& out) const {
+    std::uintptr_t slot = info_.dlpi_addr + r.r_offset;
+    if (!contains(slot, sizeof(void*)) || slot % alignof(void*) != 0) return false;
+    out.slot = slot;
+    out.kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
+    out.name = name;
+    out.version = version_name(static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info)));
+    out.addend = r.r_addend;
+    return true;
+}
+
 bool ObjectImports::decode(const ElfW(Rela) & r, Import& out) const {
     arch::SlotKind kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
     auto sym = static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info));
@@ -150,14 +180,7 @@ bool ObjectImports::decode(const ElfW(Rela) & r, Import& out) const {
     if (!contains(sp, sizeof(ElfW(Sym)))) return false;
     const auto& s = *reinterpret_cast<const ElfW(Sym)*>(sp);
     if (s.st_name >= strsz_ || !std::memchr(strtab_ + s.st_name, 0, strsz_ - s.st_name)) return false;
-    std::uintptr_t slot = info_.dlpi_addr + r.r_offset;
-    if (!contains(slot, sizeof(void*)) || slot % alignof(void*) != 0) return false;
-    out.slot = slot;
-    out.kind = kind;
-    out.name = strtab_ + s.st_name;
-    out.version = version_name(sym);
-    out.addend = r.r_addend;
-    return true;
+    return complete(r, strtab_ + s.st_name, out);
 }
 
 }  // namespace ldshim::hooks

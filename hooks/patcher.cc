@@ -25,7 +25,11 @@ namespace ldshim::hooks {
 
 namespace {
 
+// Whether `value` is anything but the function named `symbol` (dladdr's
+// answer).  The common answer, the object's own export, comes from its hash
+// table: dladdr walks every symbol of the object, a few thousand in libc.
 bool is_foreign(std::uintptr_t value, const char* symbol) {
+    if (host::exported_at(reinterpret_cast<const void*>(value), symbol)) return false;
     Dl_info info;
     if (!dladdr(reinterpret_cast<void*>(value), &info) || !info.dli_sname) return true;
     return reinterpret_cast<std::uintptr_t>(info.dli_saddr) != value || std::strcmp(info.dli_sname, symbol) != 0;
@@ -50,8 +54,8 @@ void* lookup_in(void* handle, const char* name, const std::string& version) {
     if (version.empty()) return f;
     void* v = dlvsym(handle, name, version.c_str());
     if (!f || !v || v == f) return f ? f : v;
-    Dl_info a, b;
-    bool same_object = dladdr(f, &a) && dladdr(v, &b) && a.dli_fbase == b.dli_fbase;
+    auto a = host::find_object(f), b = host::find_object(v);
+    bool same_object = a && b && a->lo == b->lo;
     return same_object ? v : f;
 }
 
@@ -71,9 +75,9 @@ void* resolve_unbound(const char* name, const std::string& version, const std::s
 
 // Keep libldshim mapped forever once it has written a hook anywhere.
 void pin_self() {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
-        host::libc_dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    auto self = host::find_object(reinterpret_cast<const void*>(&pin_self));
+    const auto* map = self ? static_cast<const link_map*>(self->link_map) : nullptr;
+    if (map && map->l_name && *map->l_name) host::libc_dlopen(map->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 }  // namespace
@@ -131,6 +135,12 @@ struct Retired {
 };
 std::vector<Retired> g_retired;  // under the engine's lock
 
+bool same_rows(const std::vector<LoaderRow>& a, const std::vector<LoaderRow>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const LoaderRow& x, const LoaderRow& y) {
+        return x.lo == y.lo && x.hi == y.hi && x.next[0] == y.next[0] && x.next[1] == y.next[1];
+    });
+}
+
 int loader_index(int id) {
     auto h = static_cast<HookId>(id);
     return h == HookId::k_dlopen ? 0 : h == HookId::k_dlmopen ? 1 : -1;
@@ -165,7 +175,12 @@ void Patcher::publish_loader_targets_locked() {
     }
     std::sort(table->rows.begin(), table->rows.end(),
               [](const LoaderRow& a, const LoaderRow& b) { return a.lo < b.lo; });
+    // The same table again (the pass before main finds what the constructor's
+    // pass wrote) is not swapped: no epoch to advance, no reclamation round.
+    const LoaderTable* current = g_loader_table.load(std::memory_order_acquire);
+    if (current ? same_rows(current->rows, table->rows) : table->rows.empty()) return;
     const LoaderTable* old = g_loader_table.exchange(table.release(), std::memory_order_acq_rel);
+    if (!old && g_retired.empty()) return;  // the first table: nothing to reclaim
     auto& epochs = memtype::EpochDomain::instance();
     if (old) g_retired.push_back({old, epochs.advance()});
     std::uint64_t oldest = epochs.oldest_reader();
@@ -181,10 +196,13 @@ int Patcher::install(unsigned flags) {
     if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
     if (host::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
     std::lock_guard lock(mu_);
-    if (!installed_) pin_self();
     installed_ = true;
     // A set added later must reach objects already scanned for another one.
-    if ((flags_ | flags) != flags_) seen_.clear();
+    if ((flags_ | flags) != flags_) {
+        seen_.clear();
+        known_.clear();  // the slots wanted depend on the sets
+        known_hits_.clear();
+    }
     flags_ |= flags;
     g_recording.store(true, std::memory_order_release);
     try {
@@ -238,8 +256,6 @@ bool Patcher::reclaim_loader_slots(std::uintptr_t lo, std::uintptr_t hi) {
     return theirs;
 }
 
-namespace {
-
 // What a scan copies under the loader's lock (loaded_objects.h): plain data,
 // the object's name and the import's version copied into the text.
 struct RawCandidate {
@@ -248,11 +264,25 @@ struct RawCandidate {
     bool lazy, plainly_writable;
     std::size_t object, version;  // offsets in the text; npos: none
 };
+// An object scanned for the first time: whether it is ldshim's, and its
+// wanted slots (hits[first, first + count)).
+struct RawObject {
+    std::uintptr_t base;
+    bool ldshim;
+    std::size_t first, count;
+};
+struct RawHit {
+    std::uintptr_t slot;
+    int id;
+    std::size_t version;  // offset in the text; npos: none
+};
 using host::Segment;
 struct ScanRoom {
     host::Scratch<RawCandidate> found;
-    host::Scratch<std::uintptr_t> confirmed, scanned;  // slots holding a hook; bases scanned
-    host::Scratch<Segment> ldshim;                     // segments of objects carrying the marker
+    host::Scratch<std::uintptr_t> confirmed;  // slots holding a hook
+    host::Scratch<RawObject> scanned;
+    host::Scratch<RawHit> hits;
+    host::Scratch<Segment> ldshim;  // segments of objects carrying the marker
     host::ScratchText text;
     host::LoadCounters counters;
     bool half_loaded = false;
@@ -261,61 +291,164 @@ struct ScanRoom {
         found.reset(n);
         confirmed.reset(n);
         scanned.reset(n);
+        hits.reset(n);
         ldshim.reset(n);
         text.reset(n * 64);
         half_loaded = false;
     }
     bool overflowed() const {
-        return found.overflowed() || confirmed.overflowed() || scanned.overflowed() || ldshim.overflowed() ||
-               text.overflowed();
+        return found.overflowed() || confirmed.overflowed() || scanned.overflowed() || hits.overflowed() ||
+               ldshim.overflowed() || text.overflowed();
     }
     std::string string_at(std::size_t off) const {
         return off == host::ScratchText::npos ? std::string() : text.at(off);
     }
+    void push_segments(const dl_phdr_info& info) {
+        for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
+            if (info.dlpi_phdr[i].p_type == PT_LOAD) {
+                std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
+                ldshim.push({lo, lo + info.dlpi_phdr[i].p_memsz});
+            }
+    }
+    // A wanted slot of the object being visited: confirmed if it holds the
+    // hook, else a candidate (the object's name copied with its first one).
+    void take(const dl_phdr_info& info, const ObjectImports& obj, std::uintptr_t slot, int id, const char* version,
+              std::size_t& name) {
+        const HookDef& def = hook_def(id);
+        auto value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(slot), __ATOMIC_ACQUIRE);
+        if (value == reinterpret_cast<std::uintptr_t>(def.fn)) {
+            confirmed.push(slot);
+            return;
+        }
+        if (value == 0) return;  // an unresolved weak reference: nothing to call
+        if (name == host::ScratchText::npos) name = text.put_string(info.dlpi_name);
+        std::size_t v = version ? text.put_string(version) : host::ScratchText::npos;
+        found.push({info.dlpi_addr, slot, value, id, obj.contains(value), obj.plainly_writable(slot), name, v});
+    }
 };
+
+namespace {
+
+// Sorts what was appended to a sorted vector after its first `had` items
+// into place: a pass appends a few objects to hundreds already known.
+template <class T, class Less>
+void merge_tail(std::vector<T>& v, std::size_t had, Less less) {
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(had);
+    std::sort(mid, v.end(), less);
+    std::inplace_merge(v.begin(), mid, v.end(), less);
+}
+
+// What is known of the object at `base`, or nullptr: valid while no object
+// went away (none can have taken its base) and the loader reports its
+// counters.  Inside the walk: no allocation.
+const KnownObject* find_known(const std::vector<KnownObject>& known, unsigned long long known_subs, std::uintptr_t base,
+                              const host::LoadCounters& now) {
+    if (now.adds == 0 || now.subs != known_subs) return nullptr;
+    auto it = std::lower_bound(known.begin(), known.end(), base,
+                               [](const KnownObject& k, std::uintptr_t b) { return k.base < b; });
+    return it != known.end() && it->base == base ? &*it : nullptr;
+}
+
+// An object scanned before: only its wanted slots are read again.
+void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vector<KnownHit>& hits, ScanRoom& room) {
+    if (k.ldshim) {
+        room.push_segments(info);
+        return;
+    }
+    if (k.count == 0 || !relocated(info)) return;  // no slot; or a base being reused right now
+    ObjectImports obj(info);
+    std::size_t name = host::ScratchText::npos;
+    for (std::size_t i = k.first; i < k.first + k.count; ++i)
+        room.take(info, obj, hits[i].slot, hits[i].id, hits[i].version.empty() ? nullptr : hits[i].version.c_str(),
+                  name);
+}
+
+// An object seen for the first time: its relocations decoded (the names
+// first), the slots the hooks want recorded for the next passes.
+void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
+    ObjectImports obj(info);
+    if (obj.has_ldshim_marker()) {
+        room.push_segments(info);
+        room.scanned.push({info.dlpi_addr, true, 0, 0});
+        return;
+    }
+    const std::size_t first = room.hits.items().size();
+    // Whether its relocations are done matters only for the values of its
+    // slots, so it is asked at the first slot the hooks want: most objects
+    // have none, and its names and relocations do not change while it is
+    // loaded.
+    enum { unknown, ready, half_loaded } state = unknown;
+    std::size_t name = host::ScratchText::npos;
+    auto wanted = [flags](const char* n) {
+        if (!may_be_hooked(n)) return false;
+        int id = find_hook(n);
+        return id >= 0 && in_hook_set(id, flags);
+    };
+    obj.for_each(wanted, [&](const Import& imp) {
+        if (state == unknown) state = relocated(info) ? ready : half_loaded;
+        if (state == half_loaded) return;
+        int id = find_hook(imp.name);
+        const HookDef& def = hook_def(id);
+        if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
+        if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
+        room.hits.push({imp.slot, id, imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos});
+        room.take(info, obj, imp.slot, id, imp.version, name);
+    });
+    if (state == half_loaded) {
+        room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
+        return;
+    }
+    room.scanned.push({info.dlpi_addr, false, first, room.hits.items().size() - first});
+}
 
 }  // namespace
 
+// After the walk: the objects scanned for the first time join what is known
+// (all of it replaced when an object went away since the last scan).
+void Patcher::remember_locked(const ScanRoom& room) {
+    std::size_t had = seen_.size();
+    for (const RawObject& o : room.scanned.items()) seen_.push_back(o.base);
+    merge_tail(seen_, had, std::less<>());
+    seen_.erase(std::unique(seen_.begin(), seen_.end()), seen_.end());
+    if (room.counters.adds == 0) return;  // no counters: nothing can be known to stay
+    if (room.counters.subs != known_subs_) {
+        known_.clear();
+        known_hits_.clear();
+        known_subs_ = room.counters.subs;
+    }
+    had = known_.size();
+    for (const RawObject& o : room.scanned.items()) {
+        if (find_known(known_, known_subs_, o.base, room.counters)) continue;
+        known_.push_back({o.base, o.ldshim, known_hits_.size(), o.count});
+        for (std::size_t i = o.first; i < o.first + o.count; ++i) {
+            const RawHit& h = room.hits.items()[i];
+            known_hits_.push_back({h.slot, h.id, room.string_at(h.version)});
+        }
+    }
+    merge_tail(known_, had, [](const KnownObject& x, const KnownObject& y) { return x.base < y.base; });
+}
+
 Patcher::Scan Patcher::scan_locked() {
-    ScanRoom room;
-    auto wanted = [this](const char* name) {
-        int id = find_hook(name);
-        return id >= 0 && in_hook_set(id, flags_);
-    };
+    if (!room_) room_ = new ScanRoom;  // kept: the next pass reuses its reserved room
+    ScanRoom& room = *room_;
+    // Room for every loaded object at once: a walk that runs out is made
+    // again, and a process of many libraries would walk them all twice.
+    host::LoadCounters c = host::load_counters();
+    scan_room_ = std::max<std::size_t>(scan_room_, c.adds - c.subs + 16);
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
-        ObjectImports obj(info);
-        if (obj.has_ldshim_marker()) {
-            for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
-                if (info.dlpi_phdr[i].p_type == PT_LOAD) {
-                    std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
-                    room.ldshim.push({lo, lo + info.dlpi_phdr[i].p_memsz});
-                }
+        if (std::binary_search(seen_.begin(), seen_.end(), info.dlpi_addr)) {
+            // Scanned since the last full pass; only ldshim's own segments are
+            // listed again (asked of the marker where the loader reports no
+            // counters).
+            const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now);
+            if (k ? k->ldshim : ObjectImports(info).has_ldshim_marker()) room.push_segments(info);
             return true;
         }
-        if (!obj.ok() || seen_.count(info.dlpi_addr)) return true;
-        if (!relocated(info)) {
-            room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
-            return true;
-        }
-        room.scanned.push(info.dlpi_addr);
-        std::size_t name = host::ScratchText::npos;  // copied with the object's first candidate
-        obj.for_each(wanted, [&](const Import& imp) {
-            int id = find_hook(imp.name);
-            const HookDef& def = hook_def(id);
-            if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
-            if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
-            auto value = __atomic_load_n(reinterpret_cast<std::uintptr_t*>(imp.slot), __ATOMIC_ACQUIRE);
-            if (value == reinterpret_cast<std::uintptr_t>(def.fn)) {
-                room.confirmed.push(imp.slot);
-                return;
-            }
-            if (value == 0) return;  // an unresolved weak reference: nothing to call
-            if (name == host::ScratchText::npos) name = room.text.put_string(info.dlpi_name);
-            std::size_t version = imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos;
-            room.found.push({info.dlpi_addr, imp.slot, value, id, obj.contains(value), obj.plainly_writable(imp.slot),
-                             name, version});
-        });
+        if (const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now))
+            rescan_known(info, *k, known_hits_, room);
+        else
+            scan_new(info, flags_, room);
         return true;
     });
 
@@ -325,7 +458,7 @@ Patcher::Scan Patcher::scan_locked() {
     retry_ = room.half_loaded;
     ldshim_ranges_.clear();
     for (const Segment& g : room.ldshim.items()) ldshim_ranges_.push_back({g.lo, g.hi});
-    for (std::uintptr_t base : room.scanned.items()) seen_.insert(base);
+    remember_locked(room);
     Scan out;
     out.confirmed = room.confirmed.items();
     std::sort(out.confirmed.begin(), out.confirmed.end());
@@ -392,6 +525,12 @@ std::vector<Patcher::Candidate> Patcher::decide_locked(std::vector<Candidate> fo
 }
 
 void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
+    // Pinned before the first hook is written, not at install: a process
+    // with no slot to write never pays for the lookup by name.
+    if (!todo.empty() && !pinned_) {
+        pin_self();
+        pinned_ = true;
+    }
     std::vector<SlotWrite> writes;
     writes.reserve(todo.size());
     for (const Candidate& c : todo)
@@ -407,7 +546,7 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
         WriteResult result = writes[i].result;
         if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
             retry_ = true;
-            seen_.erase(c.base);
+            std::erase(seen_, c.base);
             continue;
         }
         Op op{c.object,

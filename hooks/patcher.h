@@ -8,6 +8,9 @@
 #pragma once
 
 #include "hooks/arch.h"
+#include "host/libc.h"
+
+#include <link.h>
 
 #include <cstdint>
 #include <mutex>
@@ -19,6 +22,20 @@
 namespace ldshim::hooks {
 
 enum class HookId : int;
+struct ScanRoom;  // patcher.cc
+
+// What scans learn of each object that does not change while it stays
+// loaded: whether it is ldshim's, and the slots the hooks want.
+struct KnownHit {
+    std::uintptr_t slot;
+    int id;
+    std::string version;  // the version the import names; empty: none
+};
+struct KnownObject {
+    std::uintptr_t base;
+    bool ldshim;
+    std::size_t first, count;  // its hits in the patcher's list
+};
 
 // What the front entry for dlopen or dlmopen (`id`) must call when reached
 // from `caller`: what that object's slot held before ldshim, or else the
@@ -81,6 +98,7 @@ private:
     // objects (under the loader's lock, without allocating); the decisions
     // between them make lookups (dlsym, dladdr) that take that lock.
     Scan scan_locked();
+    void remember_locked(const ScanRoom& room);  // after a walk: what it learnt
     std::vector<Candidate> decide_locked(std::vector<Candidate> found);
     void write_and_record_locked(std::vector<Candidate>& todo);
     bool in_ldshim(std::uintptr_t addr) const;
@@ -89,17 +107,25 @@ private:
 
     std::mutex mu_;
     bool installed_ = false;
-    unsigned flags_ = 0;  // the LDSHIM_HOOK_* sets installed so far
+    bool pinned_ = false;  // libldshim made undeletable (before its first hook is written)
+    unsigned flags_ = 0;   // the LDSHIM_HOOK_* sets installed so far
     unsigned long long adds_ = 0, subs_ = 0;
-    bool retry_ = false;                       // an object was skipped half-loaded: the next refresh looks again
-    std::unordered_set<std::uintptr_t> seen_;  // bases scanned since the last unload
+    bool retry_ = false;                // an object was skipped half-loaded: the next refresh looks again
+    std::vector<std::uintptr_t> seen_;  // bases scanned since the last full pass (sorted)
+    // What scans learnt of the objects (for the sets in flags_): a full pass
+    // reads only their wanted slots again.  All of it is forgotten once an
+    // object goes away (another may take its base).
+    std::vector<KnownObject> known_;  // sorted by base
+    std::vector<KnownHit> known_hits_;
+    unsigned long long known_subs_ = ~0ull;              // the loader's sub counter they hold for
     std::unordered_map<std::uintptr_t, Patch> patches_;  // by slot
     // Loader slots left alone because they already lead to ldshim (bound to
     // the preload's dlopen): watched, so that a GOT patcher that takes one
     // over later is noticed (reclaim_loader_slots).
     std::unordered_map<std::uintptr_t, int> watched_;  // slot -> hook id
     std::vector<Range> ldshim_ranges_;                 // segments of objects carrying the marker
-    std::size_t scan_room_ = 256;                      // what the last scan needed (loaded_objects.h)
+    std::size_t scan_room_ = 16;                       // what the last scan needed (loaded_objects.h)
+    ScanRoom* room_ = nullptr;                         // the scans' room, built once (never freed, like the engine)
 };
 
 }  // namespace ldshim::hooks

@@ -57,8 +57,7 @@ std::atomic<unsigned> g_active_paths{0};
 const HookDef& hook_def(int id) { return defs()[static_cast<std::size_t>(id)]; }
 
 int find_hook(const char* name) {
-    // Every hooked name starts with "cu" or "dl".
-    if (!((name[0] == 'c' && name[1] == 'u') || (name[0] == 'd' && name[1] == 'l'))) return -1;
+    if (!may_be_hooked(name)) return -1;
     const auto& o = by_name();
     auto it = std::lower_bound(o.begin(), o.end(), name, [](int id, const char* n) {
         return std::strcmp(defs()[static_cast<std::size_t>(id)].name, n) < 0;

@@ -1,13 +1,16 @@
 #include "host/libc.h"
 
+#include "host/find_object.h"
 #include "host/loaded_objects.h"
 
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
+#include <gnu/libc-version.h>
 
 #include <pthread.h>
 
 #include <atomic>
+#include <cstring>
 
 namespace ldshim::host {
 
@@ -21,18 +24,141 @@ namespace {
 // null instead of recursing, and the outer one fills the cache.
 [[gnu::tls_model("initial-exec")]] thread_local bool t_finding_libc = false;
 
+// Whether `s` (with `room` readable bytes) spells `name` and ends there.  A
+// loop of its own: ldshim's start calls no libc string function it would
+// have to bind.
+bool spells(const char* s, std::size_t room, const char* name) {
+    for (std::size_t i = 0; i < room; ++i) {
+        if (s[i] != name[i]) return false;
+        if (s[i] == '\0') return true;
+    }
+    return false;
+}
+
+// A loaded object's exported symbols, through its DT_GNU_HASH table, as the
+// loader looks them up; every pointer checked against the object's extent.
+class GnuHash {
+public:
+    GnuHash(const link_map& map, const ObjectExtent& x) : base_(map.l_addr), x_(x) {
+        std::uintptr_t hash = 0;
+        for (auto* d = map.l_ld; at(reinterpret_cast<std::uintptr_t>(d), sizeof *d) && d->d_tag != DT_NULL; ++d) {
+            std::uintptr_t v = d->d_un.d_ptr;
+            if (d->d_tag == DT_GNU_HASH) hash = v;
+            if (d->d_tag == DT_SYMTAB) symtab_ = v;
+            if (d->d_tag == DT_STRTAB) strtab_ = v;
+            if (d->d_tag == DT_STRSZ) strsz_ = v;
+            if (d->d_tag == DT_VERSYM) versym_ = v;
+        }
+        h_ = reinterpret_cast<const std::uint32_t*>(at(hash, 16));
+        strtab_ = at(strtab_, strsz_);
+        if (!h_ || !strtab_ || h_[0] == 0) return;
+        buckets_ = h_ + 4 + std::size_t{h_[2]} * (sizeof(ElfW(Addr)) / 4);  // after the Bloom filter
+        if (!at(reinterpret_cast<std::uintptr_t>(buckets_), std::size_t{h_[0]} * 4)) buckets_ = nullptr;
+    }
+
+    // The first defined function named `name` that passes
+    // accept(const ElfW(Sym)&, ElfW(Half) version index: 0 where the object
+    // has no versions), or nullptr.
+    template <class Accept>
+        const ElfW(Sym) * find(const char* name, Accept&& accept) const {
+        if (!buckets_) return nullptr;
+        std::uint32_t hv = 5381;
+        for (const char* c = name; *c; ++c) hv = hv * 33 + static_cast<unsigned char>(*c);
+        const std::uint32_t nbuckets = h_[0], symoffset = h_[1];
+        const std::uint32_t* chain = buckets_ + nbuckets;
+        for (std::uint32_t i = buckets_[hv % nbuckets]; i >= symoffset; ++i) {
+            const std::uint32_t* link = chain + (i - symoffset);
+            auto* sym = reinterpret_cast<const ElfW(Sym)*>(
+                at(symtab_ + std::uintptr_t{i} * sizeof(ElfW(Sym)), sizeof(ElfW(Sym))));
+            if (!at(reinterpret_cast<std::uintptr_t>(link), 4) || !sym) return nullptr;
+            if ((*link | 1) == (hv | 1) && sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
+                sym->st_name < strsz_ &&
+                spells(reinterpret_cast<const char*>(strtab_) + sym->st_name, strsz_ - sym->st_name, name) &&
+                accept(*sym, version_index(i)))
+                return sym;
+            if (*link & 1) break;
+        }
+        return nullptr;
+    }
+    std::uintptr_t address(const ElfW(Sym) & sym) const { return base_ + sym.st_value; }
+
+private:
+    // d_ptr values: run-time addresses once glibc has relocated them.
+    std::uintptr_t at(std::uintptr_t v, std::size_t len) const {
+        if (v < x_.lo || v >= x_.hi) v += base_;
+        return v >= x_.lo && v <= x_.hi && len <= x_.hi - v ? v : 0;
+    }
+    ElfW(Half) version_index(std::uint32_t i) const {
+        auto* v = reinterpret_cast<const ElfW(Half)*>(versym_ ? at(versym_ + std::uintptr_t{i} * 2, 2) : 0);
+        return v ? *v : 0;
+    }
+
+    std::uintptr_t base_;
+    ObjectExtent x_;
+    const std::uint32_t *h_ = nullptr, *buckets_ = nullptr;
+    std::uintptr_t symtab_ = 0, strtab_ = 0, strsz_ = 0, versym_ = 0;
+};
+
+// The loaded object holding `addr` and its link map, with glibc 2.35 and
+// later (one lock-free lookup; before, find_object walks the objects
+// through a dl_iterate_phdr that may not be found yet).
+const link_map* object_at(const void* addr, ObjectExtent& x) {
+    if (!find_object_is_lock_free()) return nullptr;
+    auto found = find_object(addr);
+    const auto* map = found ? static_cast<const link_map*>(found->link_map) : nullptr;
+    if (!map || !map->l_ld) return nullptr;
+    x = *found;
+    return map;
+}
+
+// libc's own, found through gnu_get_libc_version (only libc defines it),
+// and checked by its name.
+const link_map* libc_map(ObjectExtent& x) {
+    const link_map* map = object_at(reinterpret_cast<const void*>(&gnu_get_libc_version), x);
+    if (!map || !map->l_name) return nullptr;
+    const char* base = map->l_name;
+    for (const char* c = map->l_name; *c; ++c)
+        if (*c == '/') base = c + 1;
+    return spells(base, sizeof LIBC_SO, LIBC_SO) ? map : nullptr;
+}
+
+}  // namespace
+
+void* libc_symbol(const char* name) {
+    ObjectExtent x;
+    const link_map* map = libc_map(x);
+    if (!map) return nullptr;
+    GnuHash table(*map, x);
+    // What dlsym finds without a version: a definition that is not hidden.
+    const ElfW(Sym)* sym = table.find(name, [](const ElfW(Sym)&, ElfW(Half) v) { return (v & 0x8000) == 0; });
+    return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
+}
+
+bool exported_at(const void* addr, const char* name) {
+    ObjectExtent x;
+    const link_map* map = object_at(addr, x);
+    if (!map) return false;
+    GnuHash table(*map, x);
+    auto a = reinterpret_cast<std::uintptr_t>(addr);
+    // Any version of the name: a compat one has the same address.
+    return table.find(name, [&](const ElfW(Sym) & s, ElfW(Half)) { return table.address(s) == a; }) != nullptr;
+}
+
+namespace {
+
 // Before glibc 2.34 the dl* functions live in libdl, not libc.
 template <class Fn>
 Fn libc_function(std::atomic<Fn>& cache, const char* name) {
     Fn f = cache.load(std::memory_order_acquire);
     if (f || t_finding_libc) return f;
     t_finding_libc = true;
+    f = reinterpret_cast<Fn>(libc_symbol(name));
     for (const char* object : {LIBC_SO, LIBDL_SO}) {
+        if (f) break;
         if (void* h = dlopen(object, RTLD_LAZY | RTLD_NOLOAD)) {
             f = reinterpret_cast<Fn>(dlsym(h, name));
             dlclose(h);
         }
-        if (f) break;
     }
     t_finding_libc = false;
     if (f) cache.store(f, std::memory_order_release);

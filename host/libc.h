@@ -22,6 +22,20 @@ using dlerror_fn = char* (*)();
 dlmopen_fn libc_dlmopen_function();  // nullptr if libc cannot be found
 dlerror_fn libc_dlerror_function();
 
+// Read from the loaded objects' own symbol tables (DT_GNU_HASH), without a
+// lock, an allocation or a walk of the loaded objects, with glibc 2.35 and
+// later (_dl_find_object); before, and where an object has no such table
+// or it looks wrong, they cannot tell, and the caller asks glibc.
+// The function libc defines as `name`, as dlsym(libc's handle, name) finds
+// it, or nullptr.
+void* libc_symbol(const char* name);
+// Whether the object that holds `addr` exports a function `name` at exactly
+// that address (in any version), as its hash table says: then dladdr would
+// name it too.  False says nothing: dladdr also names the canonical PLT entry
+// of a function that a non-PIE program takes the address of (an undefined
+// symbol with a value, which no hash table lists), so the caller asks dladdr.
+bool exported_at(const void* addr, const char* name);
+
 // dl_iterate_phdr's add and sub counters: they move whenever an object is
 // loaded or unloaded.  (The first callback has them; one step of the walk.)
 struct LoadCounters {

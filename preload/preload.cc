@@ -95,12 +95,12 @@ void write_hooks_log() {
     close(fd);
 }
 
-// Looks the next functions up before main (dlsym() clears the pending
-// dlerror() state, so it must not run for the first time inside dlerror()),
+// Looks the next dlerror up before main (dlsym() clears the pending
+// dlerror() state, so it must not run for the first time inside dlerror();
+// dlopen and dlmopen clear it themselves, so theirs are looked up at their
+// first call: a process that never calls them never pays for the lookups),
 // then puts ldshim in front of every dlopen slot.
 [[gnu::constructor]] void start() {
-    next_dlopen();
-    next_dlmopen();
     next_dlerror();
     const bool secure = getauxval(AT_SECURE) != 0;
     unsigned sets = LDSHIM_HOOK_DLOPEN;
