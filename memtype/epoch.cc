@@ -2,6 +2,7 @@
 
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,18 +27,27 @@ void release_slot(void* p) {
     s->owner.store(0, std::memory_order_release);
 }
 
-EpochDomain::EpochDomain() {
+EpochDomain::EpochDomain() { pthread_key_create(&g_slot_key, release_slot); }
+
+// Readers that see kExpedited announce with plain stores, so it is published
+// only once registration has succeeded, and every writer waits for the
+// decision before it reads the slots (it must then run membarrier).
+void EpochDomain::decide() noexcept {
+    int m = kUndecided;
+    if (mode_.compare_exchange_strong(m, kDeciding, std::memory_order_acq_rel)) {
 #if defined(__SANITIZE_THREAD__)
-    // ThreadSanitizer does not model membarrier(2); use the fenced readers it
-    // can reason about.
-    long cmds = -1;
+        // ThreadSanitizer does not model membarrier(2); use the fenced readers
+        // it can reason about.
+        long cmds = -1;
 #else
-    long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+        long cmds = membarrier(MEMBARRIER_CMD_QUERY);
 #endif
-    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
-        membarrier_ = true;
-    pthread_key_create(&g_slot_key, release_slot);
+        bool expedited = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                         membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        mode_.store(expedited ? kExpedited : kFenced, std::memory_order_release);
+        return;
+    }
+    while (mode_.load(std::memory_order_acquire) == kDeciding) sched_yield();
 }
 
 namespace {
@@ -76,7 +86,8 @@ EpochDomain::Slot* EpochDomain::claim_slot() noexcept {
 std::uint64_t EpochDomain::advance() noexcept { return epoch_.fetch_add(1, std::memory_order_acq_rel); }
 
 std::uint64_t EpochDomain::oldest_reader() noexcept {
-    if (membarrier_)
+    prepare_writer();
+    if (mode_.load(std::memory_order_acquire) == kExpedited)
         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
     else
         epoch_.fetch_add(0, std::memory_order_seq_cst);  // a full fence (readers used seq_cst exchanges)
@@ -96,8 +107,12 @@ void EpochDomain::reset_after_fork() noexcept {
         s.owner.store(0, std::memory_order_relaxed);
     }
     overflow_readers_.store(0, std::memory_order_relaxed);
-    // membarrier registration is per process: register the child too.
-    if (membarrier_ && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) membarrier_ = false;
+    // membarrier registration is per process: register the child too.  A
+    // decision another thread was making is made again by the next writer.
+    int m = mode_.load(std::memory_order_relaxed);
+    if (m == kDeciding) mode_.store(kUndecided, std::memory_order_relaxed);
+    if (m == kExpedited && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+        mode_.store(kFenced, std::memory_order_relaxed);
 }
 
 }  // namespace ldshim::memtype

@@ -6,7 +6,10 @@
 // (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which makes every running thread's
 // announcement visible, then frees only what was retired before the oldest
 // announced epoch.  Where membarrier is unavailable, readers announce with a
-// sequentially consistent exchange instead.
+// sequentially consistent exchange instead.  The process registers for
+// membarrier when its first writer starts (prepare_writer), not before: most
+// processes that load ldshim never write, and readers until then use the
+// exchange.
 #pragma once
 
 #include <atomic>
@@ -37,7 +40,7 @@ public:
                 return;
             }
             std::uint64_t e = d_.epoch_.load(std::memory_order_acquire);
-            if (__builtin_expect(d_.membarrier_, 1)) {
+            if (__builtin_expect(d_.mode_.load(std::memory_order_relaxed) == kExpedited, 1)) {
                 slot_->epoch.store(e, std::memory_order_relaxed);
                 std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
             } else {
@@ -59,14 +62,19 @@ public:
         Slot* slot_;
     };
 
-    // Writer side (callers serialise writers themselves).
+    // Writer side (callers serialise writers themselves).  prepare_writer()
+    // before a writer's first update: it decides, once per process, whether
+    // readers may announce with plain stores (membarrier registered).
+    void prepare_writer() noexcept {
+        if (mode_.load(std::memory_order_acquire) < kExpedited) decide();
+    }
     std::uint64_t advance() noexcept;  // returns the epoch that just ended
     // The oldest epoch a reader may still be inside (after making every
     // reader's announcement visible): what was retired in an earlier epoch
     // can be freed.  UINT64_MAX when no reader is inside; 0 when a reader
     // without a slot is (then nothing may be freed).
     std::uint64_t oldest_reader() noexcept;
-    bool uses_membarrier() const noexcept { return membarrier_; }
+    bool uses_membarrier() const noexcept { return mode_.load(std::memory_order_acquire) == kExpedited; }
 
     // fork() child: only the calling thread survives; forget the others.
     // (Called by lib/fork_handlers.cc.)
@@ -75,14 +83,20 @@ public:
     static EpochDomain* existing();
 
 private:
+    // How readers announce: undecided until the first writer, deciding while
+    // one registers (another writer waits), then expedited (membarrier) or
+    // fenced (seq_cst exchanges).  Readers treat all but expedited as fenced.
+    enum Mode : int { kUndecided, kDeciding, kExpedited, kFenced };
+
     EpochDomain();
     Slot* claim_slot() noexcept;  // first read in a thread; no allocation
+    void decide() noexcept;
 
     // initial-exec: a direct %fs-relative load, not a __tls_get_addr call.
     static constinit thread_local Slot* t_slot_ __attribute__((tls_model("initial-exec")));
 
     std::atomic<std::uint64_t> epoch_{1};
-    bool membarrier_ = false;
+    std::atomic<int> mode_{kUndecided};
     Slot slots_[kSlots];
     // Readers that found no free slot: counted, and reclamation waits for 0.
     alignas(64) std::atomic<std::uint64_t> overflow_readers_{0};

@@ -283,6 +283,7 @@ std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type typ
     if (length == 0) return 0;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
     std::lock_guard<std::mutex> lock(write_mu_);
+    dom_->prepare_writer();
     std::uint64_t gen = next_generation_;
     Flat add{base, last, gen << 8 | static_cast<std::uint8_t>(type), device};
     edit(base, last, &add);
@@ -294,6 +295,7 @@ void Registry::remove(std::uintptr_t base, std::size_t length) {
     if (length == 0) return;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
     std::lock_guard<std::mutex> lock(write_mu_);
+    dom_->prepare_writer();
     edit(base, last, nullptr);
 }
 
