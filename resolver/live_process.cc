@@ -8,15 +8,17 @@
 
 #include <pthread.h>
 
+#include <fcntl.h>
 #include <link.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -56,10 +58,24 @@ struct Step {
     std::size_t visited;  // else: the index in ScanRoom::objects
 };
 
+// The first word of /proc/self/cmdline.  Read with plain system calls: a
+// std::ifstream here linked the whole of libstdc++'s locale and stream
+// machinery into libldshim, thousands of relocations that every process
+// that preloads ldshim paid for at start-up.
 std::string argv0() {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
     std::string a;
-    std::getline(in, a, '\0');
+    int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return a;
+    char buf[512];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        const char* end = static_cast<const char*>(std::memchr(buf, '\0', static_cast<std::size_t>(n)));
+        a.append(buf, end ? static_cast<std::size_t>(end - buf) : static_cast<std::size_t>(n));
+        if (end) break;
+    }
+    ::close(fd);
     return a;
 }
 
