@@ -435,10 +435,18 @@ void register_all() {
 }
 
 // Keeps each row's time per iteration (the median when repeated) for the
-// ratio table printed after the run.
-class Collector : public benchmark::ConsoleReporter {
+// ratio table printed after the run, and hands every report to the display
+// reporter Google Benchmark's own flags choose (--benchmark_format=json
+// prints JSON; a reporter of our own would always print the console table).
+class Collector : public benchmark::BenchmarkReporter {
 public:
     std::map<std::string, double> ns;
+    Collector() : display_(benchmark::CreateDefaultDisplayReporter()) {}
+    // Where the tables after the run go: stdout under the console table,
+    // stderr when stdout carries JSON or CSV.
+    std::FILE* tables() const { return dynamic_cast<benchmark::ConsoleReporter*>(display_.get()) ? stdout : stderr; }
+    bool ReportContext(const Context& context) override { return display_->ReportContext(context); }
+    void Finalize() override { display_->Finalize(); }
     void ReportRuns(const std::vector<Run>& runs) override {
         for (const Run& r : runs) {
             std::string name = r.benchmark_name();
@@ -451,19 +459,22 @@ public:
             // rows print both; their items_per_second is wall-clock).
             ns[name] = r.GetAdjustedCPUTime();
         }
-        ConsoleReporter::ReportRuns(runs);
+        display_->ReportRuns(runs);
     }
+
+private:
+    std::unique_ptr<benchmark::BenchmarkReporter> display_;
 };
 
 void ratio(const Collector& c, const std::string& num, const std::string& den, const char* what) {
     auto a = c.ns.find(num), b = c.ns.find(den);
     if (a == c.ns.end() || b == c.ns.end() || b->second <= 0) return;
-    std::printf("  %-44s %-38s %8.2f ns / %8.2f ns = %6.2fx\n", what, (num + " : " + den).c_str(), a->second, b->second,
-                a->second / b->second);
+    std::fprintf(c.tables(), "  %-44s %-38s %8.2f ns / %8.2f ns = %6.2fx\n", what, (num + " : " + den).c_str(),
+                 a->second, b->second, a->second / b->second);
 }
 
 void print_ratios(const Collector& c) {
-    std::printf("\nratios (medians of CPU time per operation):\n");
+    std::fprintf(c.tables(), "\nratios (medians of CPU time per operation):\n");
     for (std::size_t n : kSizes) {
         std::string sn = std::to_string(n);
         sn.insert(0, 1, '/');  // not "/" + ...: GCC 12 -O3 warns (-Wrestrict, a false positive)
@@ -487,23 +498,23 @@ void print_ratios(const Collector& c) {
 
 // Memory per range as the hooks build the registry (in address order) and
 // after random churn, for each layout at 100,000 ranges.
-void print_memory() {
-    std::printf("\nmemory per range (live nodes / everything the pools hold):\n");
+void print_memory(std::FILE* out) {
+    std::fprintf(out, "\nmemory per range (live nodes / everything the pools hold):\n");
     for (Layout lay : {kCluster, kTwoClusters, kUniform47}) {
         auto rs = make_layout(lay, 100000);
         Registry r;
         for (const auto& rg : rs) r.insert(rg.base, rg.len, Type::cuda, 0);
         double n = double(r.size());
-        std::printf("  %-13s 100000 ranges, address order: %5.1f / %5.1f bytes", kLayoutName[lay],
-                    double(r.memory_bytes()) / n, double(r.held_bytes()) / n);
+        std::fprintf(out, "  %-13s 100000 ranges, address order: %5.1f / %5.1f bytes", kLayoutName[lay],
+                     double(r.memory_bytes()) / n, double(r.held_bytes()) / n);
         std::mt19937_64 rng(3);
         for (int k = 0; k < 200000; ++k) {
             const Range& rg = rs[rng() % rs.size()];
             r.remove(rg.base, rg.len);
             r.insert(rg.base, rg.len, Type::cuda, 1);
         }
-        std::printf("; after 200,000 random remove+insert: %5.1f / %5.1f bytes\n", double(r.memory_bytes()) / n,
-                    double(r.held_bytes()) / n);
+        std::fprintf(out, "; after 200,000 random remove+insert: %5.1f / %5.1f bytes\n", double(r.memory_bytes()) / n,
+                     double(r.held_bytes()) / n);
     }
 }
 
@@ -517,7 +528,7 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&reporter);
     g_fix = Fixture{};
     print_ratios(reporter);
-    print_memory();
+    print_memory(reporter.tables());
     benchmark::Shutdown();
     return 0;
 }
