@@ -154,6 +154,7 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
     auto r = fs_.open(path);
     if (!r.image) {
         errno_ = r.error;
+        explain_candidate("no such file");
         return out;
     }
     // open_verify clears errno once the file is open: a lookup that tries
@@ -166,12 +167,14 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
             req.found_other_class = true;
             errno_ = ENOENT;
             out.rejected = true;
+            explain_candidate("incompatible ELF class");
             emit_made([&] { return TraceEvent::rejected(path, "wrong ELF class"); });
             return out;
         case Verdict::skip_machine:
         case Verdict::skip_not_suid:
             errno_ = ENOENT;
             out.rejected = true;
+            explain_candidate("incompatible ELF machine");
             emit_made([&] { return TraceEvent::rejected(path, "wrong ELF machine"); });
             return out;
         case Verdict::fatal:
@@ -229,6 +232,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
                 ok = false;
                 o.rejected = true;
                 errno_ = ENOENT;
+                if (cfg_.behaviour.explains_candidates) emit(TraceEvent::Kind::refused_not_suid, cand);
                 emit_made([&] { return TraceEvent::rejected(cand, "not set-user-ID"); });
             }
             if (ok) {
@@ -253,6 +257,11 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
         (runpath ? o.runpath_dirs : o.rpath_dirs).clear();
     }
     return {};
+}
+
+// glibc 2.43's note on a candidate open_verify could not use.
+void Engine::explain_candidate(const char* why) {
+    if (cfg_.behaviour.explains_candidates) emit(TraceEvent::Kind::candidate_failed, why);
 }
 
 void Engine::report_miss(const std::string& path, const OpenOutcome& o, bool dir_missing) {

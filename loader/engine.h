@@ -184,6 +184,7 @@ private:
     // list when glibc gave it up.
     void report_list_gaps(int idx, bool runpath);
     void report_miss(const std::string& path, const OpenOutcome& o, bool dir_missing);
+    void explain_candidate(const char* why);
     // The loader chain of `loader`: it, the object that loaded it, ..., up
     // to an object loaded by nobody (the main program or a dlopen'ed one).
     template <typename F>

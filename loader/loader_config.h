@@ -31,6 +31,10 @@ struct LoaderBehaviour {
     // directory) ends the search of that list, like any error but ENOENT
     // and EACCES; from 2.39 the search goes on.
     bool non_directory_ends_list = true;
+    // From 2.43 (bug 25669) LD_DEBUG=libs says why each candidate it could
+    // not use failed, on a line of its own after it: "    (no such file)",
+    // "    (incompatible ELF class)", and so on.
+    bool explains_candidates = false;
 
     bool operator==(const LoaderBehaviour&) const = default;
 };

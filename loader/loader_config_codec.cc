@@ -127,6 +127,7 @@ std::string encode_config(const LoaderConfig& cfg) {
     std::string out(kHead);
     put_number(out, "root_dir_stat_bug", cfg.behaviour.root_dir_stat_bug);
     put_number(out, "non_directory_ends_list", cfg.behaviour.non_directory_ends_list);
+    put_number(out, "explains_candidates", cfg.behaviour.explains_candidates);
     put(out, "rtld_path", cfg.rtld_path);
     put_list(out, "system_dirs", cfg.system_dirs);
     put_list(out, "subdirs", cfg.subdirs);
@@ -147,6 +148,7 @@ std::optional<LoaderConfig> decode_config(std::string_view bytes) {
     LoaderConfig cfg;
     cfg.behaviour.root_dir_stat_bug = in.flag("root_dir_stat_bug");
     cfg.behaviour.non_directory_ends_list = in.flag("non_directory_ends_list");
+    cfg.behaviour.explains_candidates = in.flag("explains_candidates");
     cfg.rtld_path = in.text("rtld_path");
     cfg.system_dirs = in.list("system_dirs");
     cfg.subdirs = in.list("subdirs");

@@ -141,6 +141,7 @@ namespace {
 struct ProbeSearch {
     std::optional<SearchLine> env, system;
     bool tried_after = false;  // a file in kProbeAfterDir was tried
+    bool notes = false;        // a missing candidate was followed by "(no such file)"
 };
 
 // What a loader's debug line says after its "PID:\t" prefix.
@@ -151,13 +152,14 @@ std::string_view message_of(std::string_view line) {
 
 // The probe lines the parser reads, by their start; every other line (most
 // are "trying file=") is ignored, and left out of the cached copy.
-enum class ProbeLine { other, find, cache, tried_after, search };
+enum class ProbeLine { other, find, cache, tried_after, search, note };
 constexpr std::string_view kFind = "find library=", kCache = " search cache=", kTrying = "  trying file=";
 
 ProbeLine classify(std::string_view message) {
     if (message.starts_with(kFind)) return ProbeLine::find;
     if (message.starts_with(kCache)) return ProbeLine::cache;
     if (message.starts_with(" search path=")) return ProbeLine::search;
+    if (message == "    (no such file)") return ProbeLine::note;
     if (!message.starts_with(kTrying)) return ProbeLine::other;
     auto file = message.substr(kTrying.size());
     return file.starts_with(kProbeAfterDir) && file.size() > kProbeAfterDir.size() && file[kProbeAfterDir.size()] == '/'
@@ -183,6 +185,7 @@ std::vector<ProbeSearch> probe_searches(std::string_view text, std::string& cach
         if (kind == ProbeLine::find) out.emplace_back();
         if (out.empty()) return;
         if (kind == ProbeLine::tried_after) out.back().tried_after = true;
+        if (kind == ProbeLine::note) out.back().notes = true;
         if (kind == ProbeLine::cache && cache_path.empty()) cache_path = std::string(m.substr(kCache.size()));
         if (kind != ProbeLine::search) return;
         auto s = search_line(m);
@@ -205,6 +208,7 @@ LoaderBehaviour behaviour_of(const std::vector<ProbeSearch>& searches) {
     // lists it only if it was stat'ed as the directory it is.
     if (searches.size() >= 2 && has_root(searches[0])) b.root_dir_stat_bug = !has_root(searches[1]);
     b.non_directory_ends_list = !searches.front().tried_after;
+    b.explains_candidates = searches.front().notes;
     return b;
 }
 

@@ -36,6 +36,11 @@ bool append_ld_debug_payload(std::string& out, const TraceEvent& e) {
             out.append("cannot load auxiliary `").append(e.text);
             out.append("' because of empty dynamic string token substitution");
             return true;
+        case K::candidate_failed: out.append("    (").append(e.text).append(")"); return true;
+        case K::refused_not_suid:
+            out.append("  refusing to load file=").append(e.text);
+            out.append(", the shared object cannot be tested for being SUID or the bit is not set");
+            return true;
         case K::rejected:
         case K::missed:
         case K::skipped:
@@ -52,7 +57,7 @@ std::optional<std::string> ld_debug_payload(const TraceEvent& e) {
 
 bool is_search_line(std::string_view p) {
     return p.starts_with("find library=") || p.starts_with(" search path=") || p.starts_with("  trying file=") ||
-           p.starts_with(" search cache=");
+           p.starts_with(" search cache=") || p.starts_with("    (") || p.starts_with("  refusing to load file=");
 }
 
 // One write per line, into a line buffer that is reused: gdb's 171 lines

@@ -49,6 +49,9 @@ struct TraceEvent {
         search_cache,   // text = cache label
         end_search,     // the empty line that closes a search
         aux_empty_dst,  // text = DT_NEEDED string dropped for an empty DST
+        // Printed by glibc 2.43 on: why the candidate just tried failed.
+        candidate_failed,  // text = "no such file", "incompatible ELF class" ...
+        refused_not_suid,  // text = candidate: a secure preload without set-user-ID
         // Not printed by LD_DEBUG=libs; for tools that explain a search.
         rejected,  // text = candidate, detail = why (it exists, but is not usable)
         missed,    // text = candidate, detail = why it could not be opened
@@ -85,7 +88,8 @@ std::optional<std::string> ld_debug_payload(const TraceEvent& e);
 // glibc does not print.
 bool append_ld_debug_payload(std::string& out, const TraceEvent& e);
 
-// The four line kinds that ldsearch reproduces.
+// The line kinds that ldsearch reproduces: the four of every glibc, and the
+// notes on a failed candidate of 2.43 on.
 bool is_search_line(std::string_view payload);
 
 // Writes LD_DEBUG-style lines to a FILE.  With `search_lines_only`, only

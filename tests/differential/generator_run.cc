@@ -57,11 +57,6 @@ std::string dirname_of(const std::string& rel) {
     return slash == std::string::npos ? std::string() : rel.substr(0, slash);
 }
 
-bool is_search_line(const std::string& l) {
-    return l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
-           l.starts_with(" search cache=");
-}
-
 // Variables that change the loader's view of the CPU travel to every run.
 std::string cpu_env() {
     std::string s;

@@ -64,11 +64,6 @@ void require_unique_name(const std::string& name) {
         throw std::runtime_error("fixture name " + name + " is also an installed library; choose another");
 }
 
-bool is_search_line(const std::string& l) {
-    return l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
-           l.starts_with(" search cache=");
-}
-
 std::string join_flags(const std::vector<std::string>& v) {
     std::string s;
     // Appended piecewise: `" " + quote(f)` at -O3 trips GCC 12's -Wrestrict
@@ -111,6 +106,11 @@ std::string cpu_env() {
 }
 
 }  // namespace
+
+bool is_search_line(const std::string& l) {
+    return l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
+           l.starts_with(" search cache=") || l.starts_with("    (") || l.starts_with("  refusing to load file=");
+}
 
 std::string quote(const std::string& s) {
     std::string q = "'";

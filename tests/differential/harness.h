@@ -95,6 +95,10 @@ std::vector<std::string> read_lines_glob(const std::string& pattern);
 std::vector<std::string> usr_bin_programs(bool skip_setid);
 
 // A unified diff between two line sequences (empty when equal).
+// The LD_DEBUG=libs lines ldsearch reproduces (after the "PID:\t" prefix):
+// the four of every glibc, and glibc 2.43's notes on a failed candidate.
+bool is_search_line(const std::string& payload);
+
 std::string unified_diff(const std::vector<std::string>& a, const std::vector<std::string>& b,
                          const std::string& label_a, const std::string& label_b);
 

@@ -144,6 +144,7 @@ LoaderConfig unusual_config() {
     LoaderConfig c;
     c.behaviour.root_dir_stat_bug = false;
     c.behaviour.non_directory_ends_list = false;
+    c.behaviour.explains_candidates = true;
     c.rtld_path = "/opt/root/lib64/ld linux.so.2";
     c.system_dirs = {"/lib/x86_64-linux-gnu/", "/odd\ndir 7 /", "/usr/lib/"};
     c.subdirs = {"glibc-hwcaps/x86-64-v3/", "haswell/x86_64/", "tls/", ""};
@@ -315,6 +316,23 @@ TEST(LoaderProbe, a_glibc_2_41_search_shows_the_root_kept_and_the_list_going_on_
     ASSERT_TRUE(v236) << err;
     EXPECT_TRUE(v236->behaviour.root_dir_stat_bug);
     EXPECT_TRUE(v236->behaviour.non_directory_ends_list);
+    EXPECT_FALSE(v236->behaviour.explains_candidates);
+}
+
+// glibc 2.43 follows each candidate it could not open with "    (no such
+// file)"; the probe's missing files show whether this loader does.
+TEST(LoaderProbe, a_glibc_2_43_search_shows_its_notes_on_missing_candidates) {
+    std::string text =
+        "     7:\tfind library=ldshim-probe-nowhere.so [0]; searching\n"
+        "     7:\t search path=/ldshim-probe-nowhere:/ldshim-probe-after\t\t(LD_LIBRARY_PATH)\n"
+        "     7:\t  trying file=/ldshim-probe-nowhere/ldshim-probe-nowhere.so\n"
+        "     7:\t    (no such file)\n"
+        "     7:\t search cache=/etc/ld.so.cache\n"
+        "     7:\t search path=/lib64\t\t(system search path)\n";
+    std::string err;
+    auto v243 = config_from_answers(std::nullopt, text, &err);
+    ASSERT_TRUE(v243) << err;
+    EXPECT_TRUE(v243->behaviour.explains_candidates);
 }
 
 // ---- The in-process derivation (loader_config_native.cc) ----

@@ -27,6 +27,7 @@ struct World {
     LdCache cache;  // empty: no cache hits
     TraceRecorder rec;
     EngineOptions opts;
+    LoaderConfig cfg = small_config();
     std::unique_ptr<Engine> engine;
 
     World() {
@@ -42,7 +43,7 @@ struct World {
         fs.file("/t/prog", as_string(build_elf(spec)));
     }
     StartResult start() {
-        engine = std::make_unique<Engine>(small_config(), fs, cache, &rec, opts);
+        engine = std::make_unique<Engine>(cfg, fs, cache, &rec, opts);
         return engine->start("/t/prog");
     }
     std::vector<std::string> lines() {
@@ -272,4 +273,36 @@ TEST(Engine, rtld_noload_miss_is_null_without_error) {
     EXPECT_FALSE(m.error);
     EXPECT_EQ(m.object, -1);
     EXPECT_FALSE(w.lines().empty());  // the search still ran and printed
+}
+
+// glibc 2.43 says why each candidate failed, on a line of its own after it:
+// a file that is not there, one of the other class, one for another machine
+// (all three skipped), and also a path opened without a search.
+TEST(Engine, a_loader_that_explains_candidates_gets_a_note_after_each_failed_one) {
+    World w;
+    w.cfg.behaviour.explains_candidates = true;
+    w.lib("/a/libother.so");
+    w.lib("/b/libL.so", {.elf_class = 1});
+    w.lib("/c/libL.so", {.machine = 183});
+    w.lib("/d/libL.so");
+    w.prog({.needed = {"libc.so.6"}, .rpath = "/a:/b:/c:/d"});
+    ASSERT_TRUE(w.start().ok);
+    w.lines();
+    EXPECT_EQ(w.loaded(w.dlopen("libL.so")), "/d/libL.so");
+    EXPECT_EQ(w.lines(),
+              (std::vector<std::string>{"find library=libL.so [0]; searching",
+                                        " search path=/a:/b:/c:/d\t\t(RPATH from file ./prog)",
+                                        "  trying file=/a/libL.so", "    (no such file)", "  trying file=/b/libL.so",
+                                        "    (incompatible ELF class)", "  trying file=/c/libL.so",
+                                        "    (incompatible ELF machine)", "  trying file=/d/libL.so"}));
+    EXPECT_EQ(w.loaded(w.dlopen("/e/libM.so")), "");
+    EXPECT_EQ(w.lines(), (std::vector<std::string>{"    (no such file)"}));
+    // Loaders before 2.43 print none of them.
+    World v;
+    v.lib("/b/libL.so", {.elf_class = 1});
+    v.prog({.needed = {"libc.so.6"}, .rpath = "/a:/b"});
+    ASSERT_TRUE(v.start().ok);
+    v.lines();
+    v.dlopen("libL.so");
+    for (const auto& l : v.lines()) EXPECT_FALSE(l.starts_with("    (")) << l;
 }

@@ -96,3 +96,30 @@ TEST(LdDebugLog, a_text_without_any_loader_line_is_an_error_and_an_empty_one_is_
     ASSERT_TRUE(empty.process);
     EXPECT_TRUE(empty.process->programs.empty());
 }
+
+// glibc 2.43's notes on failed candidates belong to the search they follow,
+// also to the lookup of a path, which has no other search line.
+TEST(LdDebugLog, glibc_2_43_notes_on_failed_candidates_are_search_lines) {
+    std::string text = log({
+        "",
+        "file=libc.so.6 [0];  needed by ./m [0]",
+        "find library=libc.so.6 [0]; searching",
+        " search path=/opt/x\t\t(LD_LIBRARY_PATH)",
+        "  trying file=/opt/x/libc.so.6",
+        "    (no such file)",
+        " search cache=/etc/ld.so.cache",
+        "  trying file=/lib/x86_64-linux-gnu/libc.so.6",
+        "",
+        "transferring control: ./m",
+        "file=/opt/x/liba.so [0];  dynamically loaded by ./m [0]",
+        "    (no such file)",
+    });
+    auto r = parse_ld_debug_log(text);
+    ASSERT_TRUE(r.process) << r.error;
+    EXPECT_EQ(r.unread, 0u) << (r.warnings.empty() ? "" : r.warnings[0]);
+    const auto& prog = r.process->programs.at(0);
+    ASSERT_EQ(prog.startup.size(), 1u);
+    EXPECT_EQ(prog.startup[0].lines.at(3), "    (no such file)");
+    ASSERT_EQ(prog.later.size(), 1u);
+    EXPECT_EQ(prog.later[0].lines, std::vector<std::string>{"    (no such file)"});
+}

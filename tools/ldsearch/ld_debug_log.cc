@@ -88,9 +88,13 @@ bool parse_unload(std::string_view p, LoggedLookup& out) {
     return parse_ns(p.substr(br + 2, p.size() - br - 3), out.ns);
 }
 
+// glibc 2.43's note on a candidate that failed: it follows a "trying file="
+// line, or the file= line of a path opened without a search.
+bool is_candidate_note(std::string_view p) { return starts(p, "    (") || starts(p, "  refusing to load file="); }
+
 bool is_search_line(std::string_view p) {
     return starts(p, "find library=") || starts(p, " search path=") || starts(p, "  trying file=") ||
-           starts(p, " search cache=");
+           starts(p, " search cache=") || is_candidate_note(p);
 }
 
 // The log read so far, one line at a time.  The take_*() that can fail return
@@ -228,7 +232,7 @@ struct LogReader {
     const char* take_search_line(std::string_view p) {
         if (starts(p, "find library=")) {
             if (const char* why = take_find_library_line(p)) return why;
-        } else if (!open || open->lines.empty()) {
+        } else if (!open || (open->lines.empty() && !is_candidate_note(p))) {
             return "search line outside a search";
         }
         if (starts(p, "  trying file=")) known.insert(std::string(p.substr(14)));

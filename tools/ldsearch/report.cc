@@ -144,6 +144,8 @@ json searches_json(const std::vector<TraceEvent>& events) {
                 break;
             case K::end_search:
             case K::aux_empty_dst:
+            case K::candidate_failed:  // in "lines" (glibc 2.43); "rejected" and "missed" say why
+            case K::refused_not_suid:
             case K::missed:
             case K::skipped: break;
         }
