@@ -1,17 +1,17 @@
 #!/bin/sh
 # Debian's own releases as roots, for the tests of other glibc versions
-# (tests/roots): bullseye (glibc 2.31, whose ld.so has no --help) and
-# trixie (glibc 2.41), each made once by debootstrap (minbase, plus the
-# root's own compiler and what ldshim's build and tests need from it:
-# scripts/root-resolver.sh) from apt's configured mirror, and kept in
-# $LDSHIM_ROOTS_DIR (default
-# /var/cache/ldshim/roots).  The suites are fetched in parallel; a root that
-# exists is reused.  Needs root (debootstrap); exits 77 (skipped) otherwise.
-#   scripts/roots.sh [SUITE...]        default: bullseye trixie
+# (tests/roots): bullseye (glibc 2.31, whose ld.so has no --help), trixie
+# (glibc 2.41) and forky (glibc 2.43), each made once by
+# debootstrap (minbase, plus the root's own compiler and what ldshim's build
+# and tests need from it: scripts/root-resolver.sh) from apt's configured
+# mirror, and kept in $LDSHIM_ROOTS_DIR (default /var/cache/ldshim/roots).
+# The suites are fetched in parallel; a root that exists is reused.  Needs
+# root (debootstrap); exits 77 (skipped) otherwise.
+#   scripts/roots.sh [SUITE...]        default: bullseye trixie forky
 set -eu
 cd "$(dirname "$0")/.."
 dir=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}
-[ "$#" -gt 0 ] || set -- bullseye trixie
+[ "$#" -gt 0 ] || set -- bullseye trixie forky
 if [ "$(id -u)" -ne 0 ]; then
     echo "roots: SKIPPED: debootstrap needs root"
     exit 77
@@ -42,7 +42,11 @@ make_root() {
     mirror=$(./scripts/debian-mirror.sh "$suite") || return 1
     rm -rf "$dir/$suite.tmp"
     start=$(date +%s)
-    if ! debootstrap --variant=minbase --include="$packages" "$suite" "$dir/$suite.tmp" "$mirror" \
+    # A release newer than this debootstrap (forky on Debian 12) has no
+    # script of its own; every Debian release since buster uses sid's.
+    script=/usr/share/debootstrap/scripts/$suite
+    [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
+    if ! debootstrap --variant=minbase --include="$packages" "$suite" "$dir/$suite.tmp" "$mirror" "$script" \
         >"$dir/$suite.log" 2>&1; then
         tail -n 20 "$dir/$suite.log" >&2
         echo "roots: $suite: debootstrap failed (log: $dir/$suite.log)" >&2

@@ -4,7 +4,7 @@
 # checks.  Exit status: non-zero if anything failed.
 #   meson suites as root      unit, differential, system programs, CLI, C API,
 #                             resolver, repro (real Open MPI + UCX), hooks,
-#                             roots (glibc 2.31 and 2.41: scripts/roots.sh), ...
+#                             roots (glibc 2.31, 2.41, 2.43: scripts/roots.sh), ...
 #   ThreadSanitizer           the registry and hooks concurrency tests
 #   ASan+UBSan+LSan           the in-process suites
 #   libFuzzer                 30 s per target (longer: scripts/fuzz.sh 300)

@@ -1,5 +1,6 @@
 // Other glibc versions: Debian's own releases as roots (scripts/roots.sh
-// debootstraps bullseye, glibc 2.31, and trixie, glibc 2.41).  Every
+// debootstraps bullseye, glibc 2.31, trixie, glibc 2.41, and forky, glibc
+// 2.43).  Every
 // dynamic program in a root's /usr/bin, run in the root by that root's own
 // loader under LD_TRACE_LOADED_OBJECTS=1 (nothing runs) with LD_DEBUG=libs,
 // against `ldsearch --root ROOT --keep-going PROGRAM` run here.  The bullseye
@@ -83,9 +84,7 @@ std::vector<std::string> search_lines(const std::string& file) {
     for (auto l : read_lines(file)) {
         auto tab = l.find(":\t");
         if (tab != std::string::npos) l = l.substr(tab + 2);
-        if (l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
-            l.starts_with(" search cache="))
-            out.push_back(l);
+        if (is_search_line(l)) out.push_back(l);
     }
     return out;
 }
@@ -153,4 +152,11 @@ TEST(Roots, every_trixie_program_matches_the_glibc_2_41_loader) { every_program_
 
 TEST(Roots, every_trixie_program_with_library_path_and_dsts_matches_the_glibc_2_41_loader) {
     every_program_matches("trixie", kLibraryPath);
+}
+
+// glibc 2.43 says after each candidate why it failed ("    (no such file)").
+TEST(Roots, every_forky_program_matches_the_glibc_2_43_loader) { every_program_matches("forky", ""); }
+
+TEST(Roots, every_forky_program_with_library_path_and_dsts_matches_the_glibc_2_43_loader) {
+    every_program_matches("forky", kLibraryPath);
 }
