@@ -3,6 +3,7 @@
 // caller, which is ldshim's whole point); dlsym and dlvsym hand out the hook
 // for a hooked CUDA name, so function pointers fetched by name are hooked
 // too; the proc-address mapper does the same for cuGetProcAddress.
+#include "hooks/dlopen_entry.h"
 #include "hooks/events.h"
 #include "hooks/patcher.h"
 #include "hooks/table.h"
@@ -63,12 +64,21 @@ extern "C" {
 
 // The front entries: reached through the caller's own import slot, so the
 // return address is in the true caller; the slot's previous value is next.
-// (ldshim_dlopen_via refreshes the hooks after a load.)
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlopen(const char* file, int mode) {
-    const void* caller = __builtin_return_address(0);
-    auto real = reinterpret_cast<void* (*)(const char*, int)>(loader_next(HookId::k_dlopen, caller));
-    return ldshim_dlopen_via(real, caller, file, mode);
+// (ldshim_dlopen_decide refreshes the hooks after a load.)  dlopen's is the
+// recipe of hooks/dlopen_entry.h around this; elsewhere, a call.
+[[gnu::visibility("hidden")]] ldshim_dlopen_fn ldshim_hook_dlopen_decide(const void* caller, const char* file, int mode,
+                                                                         void** handle) {
+    auto real = reinterpret_cast<ldshim_dlopen_fn>(loader_next(HookId::k_dlopen, caller));
+    return ldshim_dlopen_decide(real, caller, file, mode, handle);
 }
+
+#if !LDSHIM_HAVE_DLOPEN_ENTRY
+[[gnu::visibility("hidden")]] void* ldshim_hook_dlopen(const char* file, int mode) {
+    void* handle = nullptr;
+    ldshim_dlopen_fn go_on = ldshim_hook_dlopen_decide(__builtin_return_address(0), file, mode, &handle);
+    return go_on ? go_on(file, mode) : handle;
+}
+#endif
 
 [[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
     const void* caller = __builtin_return_address(0);
@@ -128,6 +138,10 @@ void* hook_proc_address(void* fn) {
 static_assert(static_cast<int>(HookId::k_dlsym) == 2 && static_cast<int>(HookId::k_dlvsym) == 3);
 static_assert(sizeof(std::atomic<void*>) == sizeof(void*));
 extern "C" [[gnu::visibility("hidden")]] std::atomic<void*>* const ldshim_next_table = g_next;
+
+#if LDSHIM_HAVE_DLOPEN_ENTRY
+LDSHIM_DLOPEN_ENTRY(ldshim_hook_dlopen, ldshim_hook_dlopen_decide, 1);
+#endif
 
 #if defined(__x86_64__)
 __asm__(

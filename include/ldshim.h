@@ -151,6 +151,19 @@ void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int m
 /* For interposers: the final open goes through `next` (their saved "real"
  * dlopen) instead of libc's.  NULL means glibc's. */
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode);
+/* dlopen's type. */
+typedef void* (*ldshim_dlopen_fn)(const char* file, int mode);
+/* For an entry point that can pass a call on by a jump, leaving its
+ * caller's return address in place (an assembly trampoline; ldshim's own
+ * entries are made so): when ldshim has an answer, it carries it out as
+ * ldshim_dlopen_via does, stores what dlopen returns in *handle and returns
+ * NULL; otherwise it returns the function the call must go on to unchanged
+ * (`next`, or glibc's dlopen) and touches nothing.  Jumped to, that function
+ * sees the caller that the entry's caller saw, so a call ldshim does not
+ * answer -- switched off, not started, or a loader it cannot model -- is
+ * searched from the same object as without ldshim. */
+ldshim_dlopen_fn ldshim_dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode,
+                                      void** handle);
 /* For interposers that keep their own fallback (UCX's ucm): the same as
  * ldshim_dlopen_via when ldshim has an answer, and nothing at all when it
  * has none, so that the caller's own logic runs exactly as without ldshim.

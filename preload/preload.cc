@@ -13,6 +13,7 @@
 // are libldshim's):
 //   LDSHIM_CUDA_HOOKS=1  install the CUDA hooks too, before main
 //   LDSHIM_HOOKS_LOG=F   at exit, write the hooks' operation log to file F
+#include "hooks/dlopen_entry.h"
 #include "ldshim.h"
 
 #include <dlfcn.h>
@@ -118,11 +119,24 @@ void write_hooks_log() {
 
 extern "C" {
 
-// Reached by symbol: through dlsym, a saved pointer, or another tool's
-// wrapper forwarding with RTLD_NEXT -- then the caller is behind that tool.
-__attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
-    return ldshim_dlopen_via(next_dlopen(), ldshim_caller_behind(__builtin_return_address(0)), file, mode);
+// dlopen, reached by symbol: through dlsym, a saved pointer, or another
+// tool's wrapper forwarding with RTLD_NEXT -- then the caller is behind that
+// tool.  The entry is hooks/dlopen_entry.h's recipe around this, so a call
+// ldshim does not answer reaches the next dlopen from its own caller.
+[[gnu::visibility("hidden")]] ldshim_dlopen_fn ldshim_preload_dlopen_decide(const void* return_address,
+                                                                            const char* file, int mode, void** handle) {
+    return ldshim_dlopen_decide(next_dlopen(), ldshim_caller_behind(return_address), file, mode, handle);
 }
+
+#if LDSHIM_HAVE_DLOPEN_ENTRY
+LDSHIM_DLOPEN_ENTRY(dlopen, ldshim_preload_dlopen_decide, 0);
+#else
+__attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
+    void* handle = nullptr;
+    ldshim_dlopen_fn go_on = ldshim_preload_dlopen_decide(__builtin_return_address(0), file, mode, &handle);
+    return go_on ? go_on(file, mode) : handle;
+}
+#endif
 
 __attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
     const void* caller = ldshim_caller_behind(__builtin_return_address(0));

@@ -205,17 +205,28 @@ using namespace ldshim::resolver;
 
 extern "C" {
 
-void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
+ldshim_dlopen_fn ldshim_dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode,
+                                      void** handle) {
     if (!next) next = ldshim::host::libc_dlopen;
-    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen(file, mode);
-    if (passing_through(file)) return next(file, mode);
+    // ldshim's own forwarding, back through a wrapper that took ldshim's entry
+    // for the original: glibc's, not round again.
+    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen;
+    if (passing_through(file)) return next;
     if (const char* handed = nullptr; loaded_fast(file, handed)) {
         t_error_set = false;
-        return open_loaded(next, handed, mode);
+        *handle = open_loaded(next, handed, mode);
+        return nullptr;
     }
     Resolution r;
-    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next(file, mode);
-    return open_answer(next, file, mode, r);
+    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next;
+    *handle = open_answer(next, file, mode, r);
+    return nullptr;
+}
+
+void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
+    void* handle = nullptr;
+    ldshim_dlopen_fn go_on = ldshim_dlopen_decide(next, caller, file, mode, &handle);
+    return go_on ? go_on(file, mode) : handle;
 }
 
 ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* caller, const char* file, int mode,

@@ -149,3 +149,31 @@ TEST(Guest, nothing_is_allocated_while_the_loader_lock_is_held) {
                     under);
     }
 }
+
+// A call ldshim does not answer -- switched off, or a process it declines to
+// model (started as `ld.so PROGRAM`) -- goes on to glibc from its own caller:
+// the preload's entries jump rather than call, so glibc searches the
+// caller's RUNPATH exactly as without ldshim.
+TEST(Guest, a_call_ldshim_does_not_answer_is_searched_from_its_own_caller) {
+    Tree t;
+    std::string dir = t.abs("plug");
+    ASSERT_EQ(sh("sh " + quote(std::string(FIXTURE_DIR) + "/plug_tree.sh") + " " + quote(dir)), 0);
+    std::string out = t.abs(".out/run");
+    auto run = [&](const std::string& env, const std::string& how) {
+        sh("env " + env + " " + how + quote(dir + "/prog") + " > " + quote(out) + " 2>&1");
+        return read_file(out);
+    };
+    const std::string loaded = "loaded lib/plug/libplug.so\n";
+    const std::string preload = "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH);
+    const std::string ld_so = "/lib64/ld-linux-x86-64.so.2 ";
+    ASSERT_EQ(run("", ""), loaded) << "the layout itself";
+    ASSERT_EQ(run("", ld_so), loaded) << "the layout under an explicit loader";
+    EXPECT_EQ(run(preload, ""), loaded);
+    EXPECT_EQ(run(preload + " LDSHIM_DISABLE=1", ""), loaded) << "switched off";
+    EXPECT_EQ(run(preload + " LDSHIM_DISABLE=1 LDSHIM_CUDA_HOOKS=1", ""), loaded) << "switched off, CUDA hooks asked";
+    EXPECT_EQ(run(preload, ld_so), loaded) << "declined: ld.so PROGRAM";
+    // That last case is ldshim declining, not answering.
+    std::string debug = run(preload + " LDSHIM_DEBUG=1", ld_so);
+    EXPECT_NE(debug.find("unresolved (passed on)"), std::string::npos) << debug;
+    EXPECT_NE(debug.find(loaded), std::string::npos) << debug;
+}

@@ -1,0 +1,66 @@
+// One recipe for every dlopen-shaped entry of ldshim (the front entry written
+// into import slots, the preload's exported dlopen): the entry asks a C
+// function whether ldshim answers the call; if it does not, the entry goes on
+// by a jump, not a call, so that the function it goes on to -- glibc's dlopen
+// above all -- finds the entry's own caller at its return address and
+// searches from that object, exactly as without ldshim.  (A call from C would
+// leave ldshim's frame there, and glibc would search from libldshim's lists:
+// switched off or declining, ldshim would still change the search.)
+//
+//   extern "C" [[gnu::visibility("hidden")]]
+//   ldshim_dlopen_fn DECIDE(const void* caller, const char* file, int mode, void** handle);
+//
+// returns nullptr when it carried the call out (what dlopen returns is in
+// *handle), else the function to jump to with (file, mode) unchanged.
+// LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN) defines NAME; HIDDEN is 1 for an
+// entry only ldshim refers to.  Where no recipe is written for the
+// machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0 and an entry must call instead.
+#pragma once
+
+#if defined(__x86_64__)
+#define LDSHIM_HAVE_DLOPEN_ENTRY 1
+// The stack at the call to DECIDE: 0 handle, 8 and 16 padding, 24 mode,
+// 32 file, 40 the caller's return address (16-byte aligned at the
+// call, as the ABI wants; the CFI lets an unwinder started inside DECIDE
+// walk on into the caller).
+// clang-format off
+#define LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                       \
+    __asm__(".text\n"                                                                   \
+            ".p2align 4\n"                                                              \
+            ".globl " #NAME "\n"                                                        \
+            LDSHIM_ENTRY_HIDE_##HIDDEN(NAME)                                            \
+            ".type " #NAME ", @function\n"                                              \
+            #NAME ":\n"                                                                 \
+            "    .cfi_startproc\n"                                                      \
+            "    pushq %rdi\n"                                                          \
+            "    .cfi_adjust_cfa_offset 8\n"                                            \
+            "    pushq %rsi\n"                                                          \
+            "    .cfi_adjust_cfa_offset 8\n"                                            \
+            "    subq $24, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset 24\n"                                           \
+            "    movq %rsp, %rcx\n"                                                     \
+            "    movl %esi, %edx\n"                                                     \
+            "    movq %rdi, %rsi\n"                                                     \
+            "    movq 40(%rsp), %rdi\n"                                                 \
+            "    call " #DECIDE "\n"                                                    \
+            "    testq %rax, %rax\n"                                                    \
+            "    jz 1f\n"                                                               \
+            "    movq 24(%rsp), %rsi\n"                                                 \
+            "    movq 32(%rsp), %rdi\n"                                                 \
+            "    addq $40, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset -40\n"                                          \
+            "    jmpq *%rax\n"                                                          \
+            "1:\n"                                                                      \
+            "    .cfi_adjust_cfa_offset 40\n"                                           \
+            "    movq (%rsp), %rax\n"                                                   \
+            "    addq $40, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset -40\n"                                          \
+            "    ret\n"                                                                 \
+            "    .cfi_endproc\n"                                                        \
+            ".size " #NAME ", .-" #NAME "\n")
+// clang-format on
+#define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
+#define LDSHIM_ENTRY_HIDE_0(NAME) ""
+#else
+#define LDSHIM_HAVE_DLOPEN_ENTRY 0
+#endif
