@@ -13,7 +13,9 @@
 // returns nullptr when it carried the call out (what dlopen returns is in
 // *handle), else the function to jump to with (file, mode) unchanged.
 // LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN) defines NAME; HIDDEN is 1 for an
-// entry only ldshim refers to.  Where no recipe is written for the
+// entry only ldshim refers to.  LDSHIM_DLMOPEN_ENTRY is the same for
+// dlmopen(lmid, file, mode), whose DECIDE takes (caller, lmid, file, mode,
+// handle).  Where no recipe is written for the
 // machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0 and an entry must call instead.
 #pragma once
 
@@ -45,6 +47,46 @@
             "    call " #DECIDE "\n"                                                    \
             "    testq %rax, %rax\n"                                                    \
             "    jz 1f\n"                                                               \
+            "    movq 24(%rsp), %rsi\n"                                                 \
+            "    movq 32(%rsp), %rdi\n"                                                 \
+            "    addq $40, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset -40\n"                                          \
+            "    jmpq *%rax\n"                                                          \
+            "1:\n"                                                                      \
+            "    .cfi_adjust_cfa_offset 40\n"                                           \
+            "    movq (%rsp), %rax\n"                                                   \
+            "    addq $40, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset -40\n"                                          \
+            "    ret\n"                                                                 \
+            "    .cfi_endproc\n"                                                        \
+            ".size " #NAME ", .-" #NAME "\n")
+// dlmopen's stack at the call: 0 handle, 8 padding, 16 mode, 24 file,
+// 32 lmid, 40 the caller's return address.
+#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                      \
+    __asm__(".text\n"                                                                   \
+            ".p2align 4\n"                                                              \
+            ".globl " #NAME "\n"                                                        \
+            LDSHIM_ENTRY_HIDE_##HIDDEN(NAME)                                            \
+            ".type " #NAME ", @function\n"                                              \
+            #NAME ":\n"                                                                 \
+            "    .cfi_startproc\n"                                                      \
+            "    pushq %rdi\n"                                                          \
+            "    .cfi_adjust_cfa_offset 8\n"                                            \
+            "    pushq %rsi\n"                                                          \
+            "    .cfi_adjust_cfa_offset 8\n"                                            \
+            "    pushq %rdx\n"                                                          \
+            "    .cfi_adjust_cfa_offset 8\n"                                            \
+            "    subq $16, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset 16\n"                                           \
+            "    movq %rsp, %r8\n"                                                      \
+            "    movl %edx, %ecx\n"                                                     \
+            "    movq %rsi, %rdx\n"                                                     \
+            "    movq %rdi, %rsi\n"                                                     \
+            "    movq 40(%rsp), %rdi\n"                                                 \
+            "    call " #DECIDE "\n"                                                    \
+            "    testq %rax, %rax\n"                                                    \
+            "    jz 1f\n"                                                               \
+            "    movq 16(%rsp), %rdx\n"                                                 \
             "    movq 24(%rsp), %rsi\n"                                                 \
             "    movq 32(%rsp), %rdi\n"                                                 \
             "    addq $40, %rsp\n"                                                      \

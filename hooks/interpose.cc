@@ -80,11 +80,19 @@ extern "C" {
 }
 #endif
 
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
-    const void* caller = __builtin_return_address(0);
-    auto real = reinterpret_cast<void* (*)(long, const char*, int)>(loader_next(HookId::k_dlmopen, caller));
-    return ldshim_dlmopen_via(real, lmid, caller, file, mode);
+[[gnu::visibility("hidden")]] ldshim_dlmopen_fn ldshim_hook_dlmopen_decide(const void* caller, long lmid,
+                                                                           const char* file, int mode, void** handle) {
+    auto real = reinterpret_cast<ldshim_dlmopen_fn>(loader_next(HookId::k_dlmopen, caller));
+    return ldshim_dlmopen_decide(real, lmid, caller, file, mode, handle);
 }
+
+#if !LDSHIM_HAVE_DLOPEN_ENTRY
+[[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
+    void* handle = nullptr;
+    ldshim_dlmopen_fn go_on = ldshim_hook_dlmopen_decide(__builtin_return_address(0), lmid, file, mode, &handle);
+    return go_on ? go_on(lmid, file, mode) : handle;
+}
+#endif
 
 [[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {
     auto real = next<int (*)(void*)>(HookId::k_dlclose);
@@ -141,6 +149,7 @@ extern "C" [[gnu::visibility("hidden")]] std::atomic<void*>* const ldshim_next_t
 
 #if LDSHIM_HAVE_DLOPEN_ENTRY
 LDSHIM_DLOPEN_ENTRY(ldshim_hook_dlopen, ldshim_hook_dlopen_decide, 1);
+LDSHIM_DLMOPEN_ENTRY(ldshim_hook_dlmopen, ldshim_hook_dlmopen_decide, 1);
 #endif
 
 #if defined(__x86_64__)

@@ -164,6 +164,12 @@ typedef void* (*ldshim_dlopen_fn)(const char* file, int mode);
  * searched from the same object as without ldshim. */
 ldshim_dlopen_fn ldshim_dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode,
                                       void** handle);
+/* dlmopen's type (Lmid_t is long), and the same decision for it: NULL with
+ * *handle set when ldshim carried the call out, else the function the call
+ * goes on to unchanged. */
+typedef void* (*ldshim_dlmopen_fn)(long lmid, const char* file, int mode);
+ldshim_dlmopen_fn ldshim_dlmopen_decide(ldshim_dlmopen_fn next, long lmid, const void* caller, const char* file,
+                                        int mode, void** handle);
 /* For interposers that keep their own fallback (UCX's ucm): the same as
  * ldshim_dlopen_via when ldshim has an answer, and nothing at all when it
  * has none, so that the caller's own logic runs exactly as without ldshim.

@@ -138,10 +138,21 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
 }
 #endif
 
-__attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
-    const void* caller = ldshim_caller_behind(__builtin_return_address(0));
-    return ldshim_dlmopen_via(next_dlmopen(), lmid, caller, file, mode);
+[[gnu::visibility("hidden")]] ldshim_dlmopen_fn ldshim_preload_dlmopen_decide(const void* return_address, long lmid,
+                                                                              const char* file, int mode,
+                                                                              void** handle) {
+    return ldshim_dlmopen_decide(next_dlmopen(), lmid, ldshim_caller_behind(return_address), file, mode, handle);
 }
+
+#if LDSHIM_HAVE_DLOPEN_ENTRY
+LDSHIM_DLMOPEN_ENTRY(dlmopen, ldshim_preload_dlmopen_decide, 0);
+#else
+__attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
+    void* handle = nullptr;
+    ldshim_dlmopen_fn go_on = ldshim_preload_dlmopen_decide(__builtin_return_address(0), lmid, file, mode, &handle);
+    return go_on ? go_on(lmid, file, mode) : handle;
+}
+#endif
 
 __attribute__((visibility("default"))) char* dlerror(void) { return ldshim_dlerror_via(next_dlerror()); }
 

@@ -258,37 +258,46 @@ void* ldshim_dlopen(const char* file, int mode) {
     return ldshim_dlopen_via(ldshim::host::libc_dlopen, __builtin_return_address(0), file, mode);
 }
 
-void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
-                         int mode) {
+ldshim_dlmopen_fn ldshim_dlmopen_decide(ldshim_dlmopen_fn next, long lmid, const void* caller, const char* file,
+                                        int mode, void** handle) {
     if (!next) next = ldshim::host::libc_dlmopen_function();
-    if (!next) return nullptr;
+    if (!next) {
+        *handle = nullptr;  // no dlmopen in this process to go on to
+        return nullptr;
+    }
+    Resolution r;
     if (lmid == LM_ID_BASE) {
         // The base namespace is dlopen's; `next` still makes the final call.
-        Resolution r;
         if (came_back(file, reinterpret_cast<void*>(next)) || passing_through(file) ||
             !decide("dlmopen", caller, file, mode, false, reinterpret_cast<void*>(next), r))
-            return next(lmid, file, mode);
-        if (r.kind == Resolution::Kind::not_found) {
-            set_error(r.error);
-            return nullptr;
-        }
-        t_error_set = false;
-        const char* path = r.kind == Resolution::Kind::loaded && r.path.empty() ? nullptr : r.path.c_str();
-        return open_through(reinterpret_cast<void*>(next), path, r.kind == Resolution::Kind::found,
-                            [&] { return next(lmid, path, mode); });
+            return next;
+    } else if (lmid != LM_ID_NEWLM || !decide("dlmopen", caller, file, mode, true, reinterpret_cast<void*>(next), r)) {
+        // A fresh namespace is empty, so its search depends only on the
+        // caller and the process-wide state: ldshim can answer it.  An
+        // existing other namespace is invisible to ldshim: glibc decides.
+        return next;
     }
-    // A fresh namespace is empty, so its search depends only on the caller
-    // and the process-wide state: ldshim can answer it.  An existing other
-    // namespace is invisible to ldshim: glibc decides.
-    Resolution r;
-    if (lmid != LM_ID_NEWLM || !decide("dlmopen", caller, file, mode, true, reinterpret_cast<void*>(next), r))
-        return next(lmid, file, mode);
     if (r.kind == Resolution::Kind::not_found) {
         set_error(r.error);
+        *handle = nullptr;
         return nullptr;
     }
     t_error_set = false;
-    return next(LM_ID_NEWLM, r.path.c_str(), mode);
+    if (lmid != LM_ID_BASE) {
+        *handle = next(LM_ID_NEWLM, r.path.c_str(), mode);
+        return nullptr;
+    }
+    const char* path = r.kind == Resolution::Kind::loaded && r.path.empty() ? nullptr : r.path.c_str();
+    *handle = open_through(reinterpret_cast<void*>(next), path, r.kind == Resolution::Kind::found,
+                           [&] { return next(lmid, path, mode); });
+    return nullptr;
+}
+
+void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
+                         int mode) {
+    void* handle = nullptr;
+    ldshim_dlmopen_fn go_on = ldshim_dlmopen_decide(next, lmid, caller, file, mode, &handle);
+    return go_on ? go_on(lmid, file, mode) : handle;
 }
 
 void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int mode) {

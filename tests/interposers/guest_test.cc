@@ -176,4 +176,19 @@ TEST(Guest, a_call_ldshim_does_not_answer_is_searched_from_its_own_caller) {
     std::string debug = run(preload + " LDSHIM_DEBUG=1", ld_so);
     EXPECT_NE(debug.find("unresolved (passed on)"), std::string::npos) << debug;
     EXPECT_NE(debug.find(loaded), std::string::npos) << debug;
+
+    // dlmopen's entries too: the same library opened into a new namespace.
+    t.write("m.c",
+            "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stdio.h>\n"
+            "int host_load(void) {\n"
+            "  void* h = dlmopen(LM_ID_NEWLM, \"libplug.so\", RTLD_NOW);\n"
+            "  if (!h) { printf(\"ERROR %s\\n\", dlerror()); return 1; }\n"
+            "  printf(\"loaded lib/plug/libplug.so\\n\");\n  return 0;\n}\n");
+    ASSERT_EQ(sh("cc -shared -fPIC -o " + quote(dir + "/lib/libhost.so") + " " + quote(t.abs("m.c")) +
+                 " -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'"),
+              0);
+    ASSERT_EQ(run("", ""), loaded) << "the dlmopen layout itself";
+    EXPECT_EQ(run(preload, ""), loaded);
+    EXPECT_EQ(run(preload + " LDSHIM_DISABLE=1", ""), loaded) << "dlmopen, switched off";
+    EXPECT_EQ(run(preload, ld_so), loaded) << "dlmopen, declined: ld.so PROGRAM";
 }
