@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <span>
 
 namespace ldshim::hooks {
 
@@ -199,7 +200,7 @@ int Patcher::install(unsigned flags) {
     installed_ = true;
     // A set added later must reach objects already scanned for another one.
     if ((flags_ | flags) != flags_) {
-        seen_.clear();
+        ++generation_;
         known_.clear();  // the slots wanted depend on the sets
         known_hits_.clear();
     }
@@ -330,19 +331,30 @@ struct ScanRoom {
 namespace {
 
 // Sorts what was appended to a sorted vector after its first `had` items
-// into place: a pass appends a few objects to hundreds already known.
+// into place.  The loader maps each library below the one before, so a
+// walk's objects come in descending order but for a few (the program, the
+// loader): reversed, an insertion sort places those few in linear time, and
+// anything less ordered goes to std::sort.
 template <class T, class Less>
 void merge_tail(std::vector<T>& v, std::size_t had, Less less) {
     auto mid = v.begin() + static_cast<std::ptrdiff_t>(had);
-    std::sort(mid, v.end(), less);
+    std::reverse(mid, v.end());
+    std::size_t descents = 0;
+    for (auto i = mid; i != v.end() && descents <= 8; ++i) descents += i != mid && less(*i, *(i - 1));
+    if (descents > 8) {
+        std::sort(mid, v.end(), less);
+    } else {
+        for (auto i = mid; i != v.end(); ++i)
+            for (auto j = i; j != mid && less(*j, *(j - 1)); --j) std::iter_swap(j, j - 1);
+    }
     std::inplace_merge(v.begin(), mid, v.end(), less);
 }
 
-// What is known of the object at `base`, or nullptr: valid while no object
-// went away (none can have taken its base) and the loader reports its
-// counters.  Inside the walk: no allocation.
-const KnownObject* find_known(const std::vector<KnownObject>& known, unsigned long long known_subs, std::uintptr_t base,
-                              const host::LoadCounters& now) {
+// What is known of the object at `base` among `known` (sorted by base), or
+// nullptr: valid while no object went away (none can have taken its base)
+// and the loader reports its counters.  Inside the walk: no allocation.
+KnownObject* find_known(std::span<KnownObject> known, unsigned long long known_subs, std::uintptr_t base,
+                        const host::LoadCounters& now) {
     if (now.adds == 0 || now.subs != known_subs) return nullptr;
     auto it = std::lower_bound(known.begin(), known.end(), base,
                                [](const KnownObject& k, std::uintptr_t b) { return k.base < b; });
@@ -351,11 +363,13 @@ const KnownObject* find_known(const std::vector<KnownObject>& known, unsigned lo
 
 // An object scanned before: only its wanted slots are read again.
 void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vector<KnownHit>& hits, ScanRoom& room) {
-    if (k.ldshim) {
-        room.push_segments(info);
+    if (k.ldshim) room.push_segments(info);
+    if (k.count != 0 && !relocated(info)) {
+        room.half_loaded = true;  // being unloaded by another thread: look again later
         return;
     }
-    if (k.count == 0 || !relocated(info)) return;  // no slot; or a base being reused right now
+    room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0});  // seen; what is known of it stays as it is
+    if (k.ldshim || k.count == 0) return;
     ObjectImports obj(info);
     std::size_t name = host::ScratchText::npos;
     for (std::size_t i = k.first; i < k.first + k.count; ++i)
@@ -406,20 +420,19 @@ void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
 // After the walk: the objects scanned for the first time join what is known
 // (all of it replaced when an object went away since the last scan).
 void Patcher::remember_locked(const ScanRoom& room) {
-    std::size_t had = seen_.size();
-    for (const RawObject& o : room.scanned.items()) seen_.push_back(o.base);
-    merge_tail(seen_, had, std::less<>());
-    seen_.erase(std::unique(seen_.begin(), seen_.end()), seen_.end());
     if (room.counters.adds == 0) return;  // no counters: nothing can be known to stay
     if (room.counters.subs != known_subs_) {
         known_.clear();
         known_hits_.clear();
         known_subs_ = room.counters.subs;
     }
-    had = known_.size();
+    const std::size_t had = known_.size();
     for (const RawObject& o : room.scanned.items()) {
-        if (find_known(known_, known_subs_, o.base, room.counters)) continue;
-        known_.push_back({o.base, o.ldshim, known_hits_.size(), o.count});
+        if (KnownObject* k = find_known({known_.data(), had}, known_subs_, o.base, room.counters)) {
+            k->visited = generation_;
+            continue;
+        }
+        known_.push_back({o.base, o.ldshim, known_hits_.size(), o.count, generation_});
         for (std::size_t i = o.first; i < o.first + o.count; ++i) {
             const RawHit& h = room.hits.items()[i];
             known_hits_.push_back({h.slot, h.id, room.string_at(h.version)});
@@ -437,18 +450,16 @@ Patcher::Scan Patcher::scan_locked() {
     scan_room_ = std::max<std::size_t>(scan_room_, c.adds - c.subs + 16);
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
-        if (std::binary_search(seen_.begin(), seen_.end(), info.dlpi_addr)) {
-            // Scanned since the last full pass; only ldshim's own segments are
-            // listed again (asked of the marker where the loader reports no
-            // counters).
-            const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now);
-            if (k ? k->ldshim : ObjectImports(info).has_ldshim_marker()) room.push_segments(info);
-            return true;
-        }
-        if (const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now))
+        const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now);
+        if (k && k->visited == generation_) {
+            // Scanned since the last full pass: only ldshim's own segments are
+            // listed again.
+            if (k->ldshim) room.push_segments(info);
+        } else if (k) {
             rescan_known(info, *k, known_hits_, room);
-        else
+        } else {
             scan_new(info, flags_, room);
+        }
         return true;
     });
 
@@ -470,7 +481,7 @@ Patcher::Scan Patcher::scan_locked() {
 
 void Patcher::pass_locked(bool full, bool patch) {
     if (full) {
-        seen_.clear();
+        ++generation_;
         watched_.clear();
     }
     // 1. Scan (inside the loader lock: reads only).
@@ -480,7 +491,7 @@ void Patcher::pass_locked(bool full, bool patch) {
             return !std::binary_search(scan.confirmed.begin(), scan.confirmed.end(), kv.first);
         });
     if (!patch) {
-        seen_.clear();
+        ++generation_;
         return;
     }
     // 2. Decide what each hook calls (lookups: outside the loader lock).
@@ -546,7 +557,7 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
         WriteResult result = writes[i].result;
         if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
             retry_ = true;
-            std::erase(seen_, c.base);
+            if (KnownObject* k = find_known(known_, known_subs_, c.base, {adds_, subs_})) k->visited = 0;
             continue;
         }
         Op op{c.object,
@@ -611,7 +622,7 @@ int Patcher::uninstall() {
         return LDSHIM_ERR_NO_MEMORY;
     }
     patches_.clear();
-    seen_.clear();
+    ++generation_;
     watched_.clear();
     installed_ = false;
     flags_ = 0;

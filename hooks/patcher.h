@@ -34,7 +34,8 @@ struct KnownHit {
 struct KnownObject {
     std::uintptr_t base;
     bool ldshim;
-    std::size_t first, count;  // its hits in the patcher's list
+    std::size_t first, count;    // its hits in the patcher's list
+    unsigned long long visited;  // the pass generation that last scanned it (0: none)
 };
 
 // What the front entry for dlopen or dlmopen (`id`) must call when reached
@@ -110,8 +111,10 @@ private:
     bool pinned_ = false;  // libldshim made undeletable (before its first hook is written)
     unsigned flags_ = 0;   // the LDSHIM_HOOK_* sets installed so far
     unsigned long long adds_ = 0, subs_ = 0;
-    bool retry_ = false;                // an object was skipped half-loaded: the next refresh looks again
-    std::vector<std::uintptr_t> seen_;  // bases scanned since the last full pass (sorted)
+    bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
+    // A full pass starts a new generation; an incremental pass skips the
+    // objects visited in the current one (KnownObject::visited).
+    unsigned long long generation_ = 1;
     // What scans learnt of the objects (for the sets in flags_): a full pass
     // reads only their wanted slots again.  All of it is forgotten once an
     // object goes away (another may take its base).
