@@ -13,7 +13,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
-preload=$PWD/$build/preload/libldshim_preload.so
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+preload=$build/preload/libldshim_preload.so
 out=lib/startup-symbols.txt
 command -v valgrind >/dev/null || { echo "preload-order: valgrind is missing" >&2; exit 1; }
 [ -e "$preload" ] || { echo "preload-order: $preload is missing (build it first)" >&2; exit 1; }
