@@ -21,13 +21,15 @@
 
 #if defined(__x86_64__)
 #define LDSHIM_HAVE_DLOPEN_ENTRY 1
-// The stack at the call to DECIDE: 0 handle, 8 and 16 padding, 24 mode,
-// 32 file, 40 the caller's return address (16-byte aligned at the
-// call, as the ABI wants; the CFI lets an unwinder started inside DECIDE
-// walk on into the caller).
+// Both entries save their arguments and make room for the handle, 40 bytes
+// in all, so that the call to DECIDE is 16-byte aligned as the ABI wants and
+// the caller's return address sits at 40(%rsp); the CFI lets an unwinder
+// started inside DECIDE walk on into the caller.
+//   dlopen:  0 handle, 8 and 16 padding, 24 mode, 32 file
+//   dlmopen: 0 handle, 8 padding, 16 mode, 24 file, 32 lmid
 // clang-format off
-#define LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                       \
-    __asm__(".text\n"                                                                   \
+#define LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                                 \
+            ".text\n"                                                                   \
             ".p2align 4\n"                                                              \
             ".globl " #NAME "\n"                                                        \
             LDSHIM_ENTRY_HIDE_##HIDDEN(NAME)                                            \
@@ -37,18 +39,13 @@
             "    pushq %rdi\n"                                                          \
             "    .cfi_adjust_cfa_offset 8\n"                                            \
             "    pushq %rsi\n"                                                          \
-            "    .cfi_adjust_cfa_offset 8\n"                                            \
-            "    subq $24, %rsp\n"                                                      \
-            "    .cfi_adjust_cfa_offset 24\n"                                           \
-            "    movq %rsp, %rcx\n"                                                     \
-            "    movl %esi, %edx\n"                                                     \
-            "    movq %rdi, %rsi\n"                                                     \
-            "    movq 40(%rsp), %rdi\n"                                                 \
-            "    call " #DECIDE "\n"                                                    \
+            "    .cfi_adjust_cfa_offset 8\n"
+// After DECIDE: jump on with the arguments restored (RESTORE), or return
+// the handle.
+#define LDSHIM_ENTRY_TAIL(NAME, RESTORE)                                                \
             "    testq %rax, %rax\n"                                                    \
             "    jz 1f\n"                                                               \
-            "    movq 24(%rsp), %rsi\n"                                                 \
-            "    movq 32(%rsp), %rdi\n"                                                 \
+            RESTORE                                                                     \
             "    addq $40, %rsp\n"                                                      \
             "    .cfi_adjust_cfa_offset -40\n"                                          \
             "    jmpq *%rax\n"                                                          \
@@ -59,21 +56,20 @@
             "    .cfi_adjust_cfa_offset -40\n"                                          \
             "    ret\n"                                                                 \
             "    .cfi_endproc\n"                                                        \
-            ".size " #NAME ", .-" #NAME "\n")
-// dlmopen's stack at the call: 0 handle, 8 padding, 16 mode, 24 file,
-// 32 lmid, 40 the caller's return address.
+            ".size " #NAME ", .-" #NAME "\n"
+#define LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                       \
+    __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
+            "    subq $24, %rsp\n"                                                      \
+            "    .cfi_adjust_cfa_offset 24\n"                                           \
+            "    movq %rsp, %rcx\n"                                                     \
+            "    movl %esi, %edx\n"                                                     \
+            "    movq %rdi, %rsi\n"                                                     \
+            "    movq 40(%rsp), %rdi\n"                                                 \
+            "    call " #DECIDE "\n"                                                    \
+            LDSHIM_ENTRY_TAIL(NAME, "    movq 24(%rsp), %rsi\n"                         \
+                                    "    movq 32(%rsp), %rdi\n"))
 #define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                      \
-    __asm__(".text\n"                                                                   \
-            ".p2align 4\n"                                                              \
-            ".globl " #NAME "\n"                                                        \
-            LDSHIM_ENTRY_HIDE_##HIDDEN(NAME)                                            \
-            ".type " #NAME ", @function\n"                                              \
-            #NAME ":\n"                                                                 \
-            "    .cfi_startproc\n"                                                      \
-            "    pushq %rdi\n"                                                          \
-            "    .cfi_adjust_cfa_offset 8\n"                                            \
-            "    pushq %rsi\n"                                                          \
-            "    .cfi_adjust_cfa_offset 8\n"                                            \
+    __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
             "    pushq %rdx\n"                                                          \
             "    .cfi_adjust_cfa_offset 8\n"                                            \
             "    subq $16, %rsp\n"                                                      \
@@ -84,22 +80,9 @@
             "    movq %rdi, %rsi\n"                                                     \
             "    movq 40(%rsp), %rdi\n"                                                 \
             "    call " #DECIDE "\n"                                                    \
-            "    testq %rax, %rax\n"                                                    \
-            "    jz 1f\n"                                                               \
-            "    movq 16(%rsp), %rdx\n"                                                 \
-            "    movq 24(%rsp), %rsi\n"                                                 \
-            "    movq 32(%rsp), %rdi\n"                                                 \
-            "    addq $40, %rsp\n"                                                      \
-            "    .cfi_adjust_cfa_offset -40\n"                                          \
-            "    jmpq *%rax\n"                                                          \
-            "1:\n"                                                                      \
-            "    .cfi_adjust_cfa_offset 40\n"                                           \
-            "    movq (%rsp), %rax\n"                                                   \
-            "    addq $40, %rsp\n"                                                      \
-            "    .cfi_adjust_cfa_offset -40\n"                                          \
-            "    ret\n"                                                                 \
-            "    .cfi_endproc\n"                                                        \
-            ".size " #NAME ", .-" #NAME "\n")
+            LDSHIM_ENTRY_TAIL(NAME, "    movq 16(%rsp), %rdx\n"                         \
+                                    "    movq 24(%rsp), %rsi\n"                         \
+                                    "    movq 32(%rsp), %rdi\n"))
 // clang-format on
 #define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
 #define LDSHIM_ENTRY_HIDE_0(NAME) ""
