@@ -164,7 +164,6 @@ Fn libc_function(std::atomic<Fn>& cache, const char* name) {
     if (f) cache.store(f, std::memory_order_release);
     return f;
 }
-using dlopen_fn = void* (*)(const char*, int);
 std::atomic<dlopen_fn> g_libc_dlopen{nullptr};
 std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
 std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
@@ -190,6 +189,7 @@ int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), voi
     return f ? f(callback, data) : dl_iterate_phdr(callback, data);
 }
 
+dlopen_fn libc_dlopen_function() { return libc_function(g_libc_dlopen, "dlopen"); }
 dlmopen_fn libc_dlmopen_function() { return libc_function(g_libc_dlmopen, "dlmopen"); }
 dlerror_fn libc_dlerror_function() { return libc_function(g_libc_dlerror, "dlerror"); }
 

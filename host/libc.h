@@ -16,6 +16,8 @@ namespace ldshim::host {
 void find_libc_functions();
 
 void* libc_dlopen(const char* file, int mode);
+using dlopen_fn = void* (*)(const char*, int);
+dlopen_fn libc_dlopen_function();  // glibc's own dlopen, nullptr if libc cannot be found
 int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data);
 using dlmopen_fn = void* (*)(long, const char*, int);
 using dlerror_fn = char* (*)();

@@ -208,17 +208,24 @@ extern "C" {
 ldshim_dlopen_fn ldshim_dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode,
                                       void** handle) {
     if (!next) next = ldshim::host::libc_dlopen;
+    // What the call goes on to, unchanged: glibc's own dlopen rather than
+    // ldshim's wrapper of it, whose frame would become the caller.
+    auto go_on = [](ldshim_dlopen_fn f) {
+        if (f != ldshim::host::libc_dlopen) return f;
+        ldshim_dlopen_fn own = ldshim::host::libc_dlopen_function();
+        return own ? own : f;
+    };
     // ldshim's own forwarding, back through a wrapper that took ldshim's entry
     // for the original: glibc's, not round again.
-    if (came_back(file, reinterpret_cast<void*>(next))) return ldshim::host::libc_dlopen;
-    if (passing_through(file)) return next;
+    if (came_back(file, reinterpret_cast<void*>(next))) return go_on(ldshim::host::libc_dlopen);
+    if (passing_through(file)) return go_on(next);
     if (const char* handed = nullptr; loaded_fast(file, handed)) {
         t_error_set = false;
         *handle = open_loaded(next, handed, mode);
         return nullptr;
     }
     Resolution r;
-    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return next;
+    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return go_on(next);
     *handle = open_answer(next, file, mode, r);
     return nullptr;
 }

@@ -100,3 +100,22 @@ TEST(DlopenTry, switched_off_it_declines_and_calls_nothing) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0) << "LDSHIM_ERR_UNSUPPORTED, next not called, handle untouched";
 }
+
+// ldshim_dlopen_decide, the entry for trampolines: an answer is carried out
+// and returned in the handle; without one it names the function to go on
+// to and touches nothing -- glibc's own dlopen for a NULL `next`, never a
+// wrapper of ldshim's, whose frame would become the caller.
+TEST(DlopenDecide, an_answer_fills_the_handle_and_no_answer_names_what_to_go_on_to) {
+    g_calls = 0;
+    void* h = nullptr;
+    EXPECT_EQ(ldshim_dlopen_decide(counting_dlopen, in_main_program(), "libz.so.1", RTLD_NOW, &h), nullptr);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(g_calls, 1) << "opened once, through next";
+    dlclose(h);
+    h = reinterpret_cast<void*>(1);
+    // dlopen(NULL) needs no search: ldshim has nothing to answer.
+    EXPECT_EQ(ldshim_dlopen_decide(counting_dlopen, in_main_program(), nullptr, RTLD_NOW, &h), &counting_dlopen);
+    EXPECT_EQ(ldshim_dlopen_decide(nullptr, in_main_program(), nullptr, RTLD_NOW, &h),
+              reinterpret_cast<ldshim_dlopen_fn>(dlsym(RTLD_DEFAULT, "dlopen")));
+    EXPECT_EQ(h, reinterpret_cast<void*>(1)) << "the handle is written only with an answer";
+}
