@@ -57,7 +57,11 @@ std::optional<std::string> ld_debug_payload(const TraceEvent& e) {
 
 bool is_search_line(std::string_view p) {
     return p.starts_with("find library=") || p.starts_with(" search path=") || p.starts_with("  trying file=") ||
-           p.starts_with(" search cache=") || p.starts_with("    (") || p.starts_with("  refusing to load file=");
+           p.starts_with(" search cache=") || is_candidate_note(p);
+}
+
+bool is_candidate_note(std::string_view p) {
+    return p.starts_with("    (") || p.starts_with("  refusing to load file=");
 }
 
 // One write per line, into a line buffer that is reused: gdb's 171 lines

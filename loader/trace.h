@@ -91,6 +91,10 @@ bool append_ld_debug_payload(std::string& out, const TraceEvent& e);
 // The line kinds that ldsearch reproduces: the four of every glibc, and the
 // notes on a failed candidate of 2.43 on.
 bool is_search_line(std::string_view payload);
+// glibc 2.43's note on the candidate tried last ("    (no such file)", a
+// secure preload refused): it follows a "trying file=" line, or the file=
+// line of a path opened without a search.
+bool is_candidate_note(std::string_view payload);
 
 // Writes LD_DEBUG-style lines to a FILE.  With `search_lines_only`, only
 // find/search path/trying/search cache lines (the differential contract).

@@ -1,5 +1,7 @@
 #include "tools/ldsearch/ld_debug_log.h"
 
+#include "loader/trace.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -88,14 +90,8 @@ bool parse_unload(std::string_view p, LoggedLookup& out) {
     return parse_ns(p.substr(br + 2, p.size() - br - 3), out.ns);
 }
 
-// glibc 2.43's note on a candidate that failed: it follows a "trying file="
-// line, or the file= line of a path opened without a search.
-bool is_candidate_note(std::string_view p) { return starts(p, "    (") || starts(p, "  refusing to load file="); }
-
-bool is_search_line(std::string_view p) {
-    return starts(p, "find library=") || starts(p, " search path=") || starts(p, "  trying file=") ||
-           starts(p, " search cache=") || is_candidate_note(p);
-}
+using ldshim::loader::is_candidate_note;
+using ldshim::loader::is_search_line;
 
 // The log read so far, one line at a time.  The take_*() that can fail return
 // nullptr, or why the line cannot be part of such a log.
