@@ -316,6 +316,41 @@ Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
     return v;
 }
 
+namespace {
+
+// A run's output with its tree's root written "@", to compare two trees.
+std::vector<std::string> unrooted(std::vector<std::string> lines, const std::string& root) {
+    for (auto& l : lines)
+        for (std::size_t at; (at = l.find(root)) != std::string::npos;) l.replace(at, root.size(), "@");
+    return lines;
+}
+
+// `t` with each dlopen that loaded (per the real run's output) asking for
+// the l_name glibc gave it.
+GenTree asked_by_path(GenTree t, const std::vector<std::string>& real_out, const std::string& root) {
+    for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
+        const std::string& l = real_out[i];
+        if (t.ops[i].kind != 'o' || !l.starts_with("RESULT ")) continue;
+        std::string l_name = l.substr(7);
+        t.ops[i].name = l_name.starts_with(root + "/") ? "@" + l_name.substr(root.size()) : l_name;
+    }
+    return t;
+}
+
+}  // namespace
+
+bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
+    TreeDir asked, by_path;
+    if (sh(build_script(t, asked.path) + " >/dev/null 2>&1") != 0) return false;
+    if (run_program(t, asked.path, "real", driver_ops(t, asked.path, false), false, false) != 0) return false;
+    run_program(t, asked.path, "resolver", driver_ops(t, asked.path, true), false, true);
+    GenTree t2 = asked_by_path(t, read_lines(asked.path + "/.out/real.stdout"), asked.path);
+    if (sh(build_script(t2, by_path.path) + " >/dev/null 2>&1") != 0) return false;
+    run_program(t2, by_path.path, "real", driver_ops(t2, by_path.path, false), false, false);
+    return unrooted(read_lines(asked.path + "/.out/resolver.stdout"), asked.path) ==
+           unrooted(read_lines(by_path.path + "/.out/real.stdout"), by_path.path);
+}
+
 GenTree Workshop::shrink(GenTree t, Check which, int budget) const {
     for (bool progress = true; progress && budget > 0;) {
         progress = false;

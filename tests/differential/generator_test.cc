@@ -60,28 +60,6 @@ struct Tally {
     std::size_t started = 0;
 };
 
-// The one difference of the runtime resolver that is known and kept
-// (docs/fidelity.md): ldshim opens what it found by path, so a library
-// without a SONAME is not known by the name it was asked for, and a later
-// DT_NEEDED of that name (in its own closure or in a later dlopen's) is
-// searched for again where glibc would match it -- which fails, or loads
-// another copy and changes what follows.  A difference is this limit when
-// it goes away once every such library has its file name as its SONAME
-// (the name glibc knows it by after that dlopen), the tree being otherwise
-// the same.
-bool known_resolver_limit(const Workshop& w, const GenTree& t) {
-    GenTree named = t;
-    bool any = false;
-    for (auto& l : named.libs)
-        if (l.soname.empty() && l.symlink_to.empty()) {
-            l.soname = l.file.substr(l.file.rfind('/') + 1);
-            any = true;
-        }
-    if (!any) return false;
-    Verdict v = w.run(named, true);
-    return !v.broken && !v.resolver_differs();
-}
-
 // Runs every seed on `jobs` threads; each tree lives in its own directory.
 void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool resolver, Tally& tally) {
     std::atomic<std::size_t> next{0};
@@ -91,7 +69,7 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
         for (std::size_t i; (i = next++) < seeds.size();) {
             GenTree t = generate(seeds[i], w.can_use_cache());
             Verdict v = w.run(t, resolver);
-            bool known = v.resolver_differs() && known_resolver_limit(w, t);
+            bool known = v.resolver_differs() && w.resolver_is_glibc_given_paths(t);
             std::lock_guard<std::mutex> lock(tally.mu);
             tally.started += v.started;
             if (v.broken) {
@@ -148,7 +126,8 @@ std::string seed_list(std::vector<std::uint64_t> seeds) {
 }  // namespace
 
 // ldsearch against the loader must agree on every tree, and so must the
-// runtime resolver, except for its one known limit (known_resolver_limit),
+// runtime resolver, except for its one known limit
+// (Workshop::resolver_is_glibc_given_paths),
 // which is counted and shown.  LDSHIM_GEN_RESOLVER=report only prints the
 // resolver's differences; =0 skips its run.
 TEST(Generator, random_trees_match_the_loader) {
@@ -171,8 +150,8 @@ TEST(Generator, random_trees_match_the_loader) {
     }
     if (!tally.resolver_known.empty())
         std::printf(
-            "[ KNOWN    ] the resolver's known limit (a library without SONAME is not known by the name "
-            "it was loaded by) on seeds:%s\n",
+            "[ KNOWN    ] the resolver's known limit (glibc does not know an object ldshim loaded by "
+            "the name it was asked for) on seeds:%s\n",
             seed_list(tally.resolver_known).c_str());
     for (const auto& r : tally.broken_reports) ADD_FAILURE() << "a generated tree could not be run:\n" << r;
     if (!tally.differ.empty()) std::printf("ldsearch differs on seeds:%s\n", seed_list(tally.differ).c_str());
