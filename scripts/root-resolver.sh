@@ -15,30 +15,10 @@ suite=${1:-bullseye}
 [ "$#" -gt 0 ] && shift
 [ "$#" -gt 0 ] || set -- resolver c-api hooks memtype
 root=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}/$suite
-if [ "$(id -u)" -ne 0 ]; then
-    echo "root-resolver: SKIPPED: chroot needs root"
-    exit 77
-fi
-if [ ! -x "$root/usr/bin/g++" ]; then
-    echo "root-resolver: SKIPPED: no $suite root with a compiler at $root (scripts/roots.sh makes it)"
-    exit 77
-fi
+./scripts/root-tree.sh --check "$root" root-resolver || exit $?
 
 # This working tree (uncommitted changes included), and the host's meson.
-src=$root/tmp/ldshim-src
-rm -rf "$src" "$root/tmp/ldshim-meson"
-mkdir -p "$src" "$root/tmp/ldshim-meson"
-git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
-mesonbuild=$(/usr/bin/python3 -c 'import mesonbuild, os; print(os.path.dirname(mesonbuild.__file__))')
-cp -r "$mesonbuild" "$root/tmp/ldshim-meson/"
-cat >"$root/tmp/ldshim-meson/meson" <<'PY'
-#!/usr/bin/python3
-import sys
-sys.path.insert(0, '/tmp/ldshim-meson')
-from mesonbuild import mesonmain
-sys.exit(mesonmain.main())
-PY
-chmod +x "$root/tmp/ldshim-meson/meson"
+./scripts/root-tree.sh "$root" ldshim
 
 # Configure once (the build directory stays in the root), build, run the
 # suites with a /proc of their own.
@@ -51,4 +31,4 @@ cd /tmp/ldshim-src
 [ -f /tmp/ldshim-build/build.ninja ] ||
     /tmp/ldshim-meson/meson setup /tmp/ldshim-build -Dwerror=true -Dbench=false -Dcudatoolkit_include=/nonexistent >/dev/null
 /tmp/ldshim-meson/meson test -C /tmp/ldshim-build --print-errorlogs --num-processes 2 '"$suites"
-unshare -m sh -c 'mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && chroot "$1" sh -c "$2"' sh "$root" "$script"
+./scripts/root-tree.sh --in "$root" sh -c "$script"
