@@ -14,6 +14,9 @@
 #   normal user               the meson suites again, release build, not root
 #   glibc 2.31 runtime        libldshim and its in-process suites built and run
 #                             inside the bullseye root (scripts/root-resolver.sh)
+#   release tarball           built in the bullseye root, imports checked
+#                             (GLIBC_2.28 at most), unpacked and used as nobody
+#                             here and in every root (scripts/release-test.sh)
 #   build matrix              plain and clang builds (all of it: --full)
 #   Debian packages           build, lintian, install into a fresh root, use
 # Arguments go to the first meson test run (e.g. a suite name).
@@ -48,6 +51,7 @@ check "heaptrack + python3 with ldshim: 30 runs, no hang" ./scripts/heaptrack-lo
 rm -f build/meson-logs/unprivileged.junit.xml
 check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
 check "The runtime built and tested inside the bullseye root (glibc 2.31, gcc 10)" ./scripts/root-resolver.sh bullseye
+check "Release tarball: built in bullseye, GLIBC_2.28 at most, relocated and used on every glibc" ./scripts/release-test.sh
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 

@@ -1,0 +1,158 @@
+#!/bin/sh
+# The release tarball (scripts/release.sh) unpacked and used by a normal user
+# (nobody) in a fresh directory, nowhere near where it was built, on this
+# machine and inside each Debian root of scripts/roots.sh (bullseye: glibc
+# 2.31, trixie: 2.41, forky: 2.43; chroot with /proc in a private mount
+# namespace), with that system's own compiler and tools
+# (tests/package/cases.sh, shared with scripts/package-test.sh):
+#   ldsearch   bin/ldsearch --version, and `ldsearch /bin/ls` identical to
+#              that system's loader under LD_DEBUG=libs
+#   consumer   a C99 program built with `pkg-config --cflags --libs ldshim`,
+#              PKG_CONFIG_PATH at the unpacked lib/pkgconfig, and run
+#   repair     the ucm-like dlopen interposer: fails without ldshim (asserted),
+#              loads the right library with LD_PRELOAD=DIR/lib/libldshim_preload.so
+# Prints each place's output, then one line per place: "repaired" or "not
+# repaired (reason, from LDSHIM_DEBUG=1)", with the other two results.
+# Exits 1 if any place has a failure, 0 otherwise.  Without root only this
+# machine is checked (as the calling user): the roots need chroot.
+#   scripts/release-relocation.sh TARBALL [PLACE...]
+#     PLACE: host, or the name of a root (default: host and every root
+#     present under $LDSHIM_ROOTS_DIR, default /var/cache/ldshim/roots)
+set -eu
+usage() { sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+uid=65534 # nobody, here and in the Debian roots
+
+# ---- Inside a place, as the user: --inside DIR VERSION PKGNAME ------------
+# DIR holds src/ (the cases and their sources) and unpacked/PKGNAME.
+if [ "${1:-}" = --inside ]; then
+    dir=$2 version=$3 pkg=$2/unpacked/$4
+    cases=$dir/src/tests/package/cases.sh
+    mkdir -p "$dir/work"
+    cd "$dir/work"
+    echo "== $(getconf GNU_LIBC_VERSION 2>/dev/null || echo 'glibc ?'), $(cc --version | head -n 1), as $(id -un 2>/dev/null || id -u)"
+    # run NAME CASE ARGS...: the case's output, then "RESULT NAME: ok", or
+    # its failure lines as "RESULT NAME: FAILED (...)" and status 1.
+    run() {
+        name=$1
+        shift
+        echo "== $name"
+        rc=0
+        sh "$cases" "$@" >"case-$name.txt" 2>&1 || rc=$?
+        cat "case-$name.txt"
+        [ "$rc" -ne 0 ] || { echo "RESULT $name: ok"; return 0; }
+        echo "RESULT $name: FAILED ($(sed -n 's/^consumer: FAILED: //p; s/^FAIL: //p' "case-$name.txt" | paste -sd';' - | sed 's/;/; /g'))"
+        return 1
+    }
+    run ldsearch ldsearch "$pkg/bin/ldsearch" "$version" || true
+    export PKG_CONFIG_PATH="$pkg/lib/pkgconfig"
+    echo "pkg-config --variable=prefix ldshim: $(pkg-config --variable=prefix ldshim)"
+    run consumer consumer -Wl,-rpath,"$(pkg-config --variable=libdir ldshim)" || true
+    # The repair's line says "repaired", or why not: what LDSHIM_DEBUG=1
+    # answered for libplug.so and the reason on its next line (without such
+    # a line, the case's FAIL line).
+    if run repair repair "$pkg/lib/libldshim_preload.so" "$dir/case" >run-repair.txt; then
+        sed 's/^RESULT repair: ok$/RESULT repair: repaired/' run-repair.txt
+    else
+        grep -v '^RESULT ' run-repair.txt
+        answer=$(grep -m 1 '^  ldshim: dlopen("libplug.so")' case-repair.txt |
+            sed 's/.*\(unresolved (passed on)\|not found\|found via .*\|already loaded .*\)$/\1/' || true)
+        detail=$(grep -A 1 -m 1 '^  ldshim: dlopen("libplug.so")' case-repair.txt | sed -n '2s/^  ldshim: *//p' || true)
+        if [ -n "$answer" ]; then
+            echo "RESULT repair: not repaired (LDSHIM_DEBUG=1: $answer${detail:+: $detail})"
+        else
+            echo "RESULT repair: not repaired ($(grep -m 1 '^FAIL: ' case-repair.txt | sed 's/^FAIL: //'); no LDSHIM_DEBUG=1 line for libplug.so)"
+        fi
+    fi
+    exit 0
+fi
+
+case ${1:-} in
+    --help | -h) usage; exit 0 ;;
+    "" | -*) echo "release-relocation: usage: $0 TARBALL [PLACE...] (see --help)" >&2; exit 2 ;;
+esac
+tarball=$(cd "$(dirname "$1")" && pwd)/${1##*/}
+shift
+[ -f "$tarball" ] || { echo "release-relocation: no tarball $tarball" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+PATH=$PATH:/usr/sbin:/sbin # runuser, chroot
+pkgname=${tarball##*/}
+pkgname=${pkgname%.tar.xz}
+version=$(echo "$pkgname" | sed 's/^ldshim-\([^-]*\)-.*/\1/')
+roots=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}
+if [ "$#" -eq 0 ]; then
+    # Oldest glibc first: scripts/roots.sh's suites, then any other root.
+    set -- host
+    for r in bullseye trixie forky $(cd "$roots" 2>/dev/null && ls); do
+        case " $* " in *" $r "*) continue ;; esac
+        [ -x "$roots/$r/usr/bin/gcc" ] && [ -x "$roots/$r/usr/bin/pkg-config" ] && set -- "$@" "$r"
+    done
+fi
+is_root=0
+[ "$(id -u)" -ne 0 ] || is_root=1
+
+# A place's directory: the cases and their sources, owned by the user.
+populate() { # DIR
+    mkdir -p "$1/src/tests/package" "$1/src/tests/resolver/fixtures" "$1/src/scripts" "$1/unpacked"
+    cp tests/package/cases.sh tests/package/consumer.c tests/package/repair.c "$1/src/tests/package/"
+    cp tests/resolver/fixtures/got_patch.h "$1/src/tests/resolver/fixtures/"
+    cp scripts/release-relocation.sh "$1/src/scripts/"
+    chmod -R a+rX "$1"
+    [ "$is_root" -eq 0 ] || chown -R "$uid:$uid" "$1"
+}
+
+results=""
+status=0
+cleanup=""
+trap 'for d in $cleanup; do rm -rf "$d"; done' EXIT
+for place in "$@"; do
+    log=$(mktemp "${TMPDIR:-/tmp}/ldshim-release-relocation.log.XXXXXX")
+    cleanup="$cleanup $log"
+    if [ "$place" = host ]; then
+        d=$(mktemp -d /tmp/ldshim-release-reloc.XXXXXX)
+        cleanup="$cleanup $d"
+        populate "$d"
+        if [ "$is_root" -eq 1 ]; then
+            as_user() { runuser -u nobody -- env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME="$d" LC_ALL=C "$@"; }
+        else
+            as_user() { env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME="$d" LC_ALL=C "$@"; }
+        fi
+        as_user tar -xJf "$tarball" -C "$d/unpacked" >"$log" 2>&1 &&
+            as_user sh "$d/src/scripts/release-relocation.sh" --inside "$d" "$version" "$pkgname" >>"$log" 2>&1 ||
+            echo "RESULT place: FAILED (exit $?)" >>"$log"
+    else
+        root=$roots/$place
+        if [ "$is_root" -ne 1 ]; then
+            results="$results
+  $place: SKIPPED (chroot needs root)"
+            continue
+        fi
+        if [ ! -x "$root/usr/bin/gcc" ]; then
+            results="$results
+  $place: FAILED (no root with gcc at $root)"
+            status=1
+            continue
+        fi
+        d=$(mktemp -d "$root/tmp/ldshim-release-reloc.XXXXXX")
+        cleanup="$cleanup $d"
+        populate "$d"
+        in=/tmp/${d##*/}
+        # The root's own tar unpacks (as the user; xz from here: a minbase root has none).
+        { xz -dc "$tarball" | chroot --userspec="$uid:$uid" "$root" tar -xf - -C "$in/unpacked" >"$log" 2>&1 &&
+            ./scripts/root-tree.sh --in "$root" --userspec="$uid:$uid" env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
+                HOME="$in" LC_ALL=C sh "$in/src/scripts/release-relocation.sh" --inside "$in" "$version" "$pkgname" \
+                >>"$log" 2>&1; } ||
+            echo "RESULT place: FAILED (exit $?)" >>"$log"
+    fi
+    echo "==== $place"
+    sed 's/^/  /' "$log"
+    glibc=$(sed -n 's/^== glibc \([0-9.]*\),.*/\1/p' "$log" | head -n 1)
+    repair=$(sed -n 's/^RESULT repair: //p' "$log")
+    others=$(sed -n 's/^RESULT \(ldsearch\|consumer\|place\): /\1 /p' "$log" | paste -sd, - | sed 's/,/, /g')
+    line="$place (glibc ${glibc:-?}): ${repair:-repair did not run}; $others"
+    results="$results
+  $line"
+    case $line in *FAILED* | *"not repaired"* | *"did not run"*) status=1 ;; esac
+done
+
+echo "== relocation check of $pkgname:$results"
+exit $status

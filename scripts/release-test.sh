@@ -1,0 +1,34 @@
+#!/bin/sh
+# The release tarball, made and checked (scripts/test.sh runs this):
+#   1. scripts/release.sh OUTDIR           built in the bullseye root (glibc
+#                                          2.31), or reused when its inputs
+#                                          are unchanged
+#   2. scripts/release-symbols.sh TARBALL  glibc alone, GLIBC_2.28 at most
+#   3. scripts/release-relocation.sh TARBALL
+#                                          unpacked and used as nobody, here
+#                                          and in every Debian root present
+# Exits 0 when all pass, 1 when one fails, 77 (skipped) when no tarball can
+# be built here (not root, or no bullseye root: scripts/roots.sh).
+#   scripts/release-test.sh [--help] [OUTDIR]   default OUTDIR /var/tmp/ldshim-release
+set -eu
+case ${1:-} in
+    --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "release-test: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
+out=${1:-/var/tmp/ldshim-release}
+log=$(mktemp "${TMPDIR:-/tmp}/ldshim-release-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+rc=0
+./scripts/release.sh "$out" >"$log" 2>&1 || rc=$?
+cat "$log"
+[ "$rc" -ne 77 ] || exit 77
+[ "$rc" -eq 0 ] || { echo "release-test: FAIL: scripts/release.sh exited $rc"; exit 1; }
+tarball=$(tail -n 1 "$log")
+
+status=0
+./scripts/release-symbols.sh "$tarball" || status=1
+./scripts/release-relocation.sh "$tarball" || status=1
+[ "$status" -eq 0 ] && echo "release-test: PASS: $tarball" || echo "release-test: FAIL (above)"
+exit $status

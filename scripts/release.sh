@@ -1,0 +1,147 @@
+#!/bin/sh
+# The relocatable release tarball: one per architecture, for every glibc from
+# 2.28 on (RHEL 8, Ubuntu 20.04, SLES 15 SP4, Debian 11 and later):
+#   OUTDIR/ldshim-VERSION-ARCH.tar.xz     (VERSION: meson.build's project())
+#     ldshim-VERSION-ARCH/lib/libldshim.so.0 (.so.VERSION, .so)  the C API
+#                         lib/libldshim_preload.so   LD_PRELOAD; RUNPATH $ORIGIN
+#                         lib/pkgconfig/ldshim.pc    prefix=${pcfiledir}/../..
+#                         bin/ldsearch               static, libc included
+#                         include/ldshim.h, ldshim_version.h
+#                         share/man/man1/ldsearch.1
+#                         lib/ldshim/...             what libldshim loads from
+#                                                    next to itself (the loader
+#                                                    probe), if the build has it
+#                         share/doc/ldshim/README.md, copyright (the MIT licence)
+# Nothing in it names an install prefix: unpack it anywhere.  ldshim-hooks,
+# the module files and the bash completion are left out (the first two have
+# the install prefix written in; the Debian packages and `meson install`
+# carry them).
+# Built inside the oldest Debian root (bullseye: glibc 2.31, gcc 10;
+# scripts/roots.sh) by its own compiler, buildtype=release, without tests;
+# libstdc++ and libgcc are linked statically into every binary by
+# meson.build itself, so the tarball needs glibc alone.  What it imports is
+# checked by scripts/release-symbols.sh, its use on each glibc by
+# scripts/release-relocation.sh (scripts/release-test.sh runs all three).
+# The build directory stays in the root (/tmp/ldshim-release-build): a later
+# run rebuilds what changed; a tarball whose inputs (the sources it is built
+# from, the root's compiler, the CUDA headers) are unchanged is not rebuilt
+# at all (OUTDIR/NAME.tar.xz.inputs holds their hash).
+# The CUDA hooks are built in when this machine has the CUDA Toolkit's
+# headers (-Dcudatoolkit_include of the project, default
+# /usr/local/cuda/include; LDSHIM_RELEASE_CUDA=DIR or =none to choose).
+# Needs root (chroot); exits 77 (skipped) without it or without the root.
+#   scripts/release.sh [--help] [OUTDIR]    default OUTDIR /var/tmp/ldshim-release
+#   LDSHIM_ROOTS_DIR        where the roots are (default /var/cache/ldshim/roots)
+#   LDSHIM_RELEASE_REBUILD=1  build even when the inputs are unchanged
+# The last line of output is the tarball's path.
+set -eu
+case ${1:-} in
+    --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "release: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+[ "$#" -le 1 ] || { echo "release: one OUTDIR at most (see --help)" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+out=${1:-/var/tmp/ldshim-release}
+suite=bullseye
+root=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}/$suite
+name=ldshim-release
+
+fail() { echo "release: FAIL: $*" >&2; exit 1; }
+./scripts/root-tree.sh --check "$root" release || exit $?
+version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" meson.build | head -n 1)
+[ -n "$version" ] || fail "no project version found in meson.build"
+arch=$(chroot "$root" gcc -dumpmachine)
+pkgname=ldshim-$version-$arch
+tarball=$out/$pkgname.tar.xz
+
+cuda=${LDSHIM_RELEASE_CUDA:-/usr/local/cuda/include}
+[ "$cuda" = none ] || [ -f "$cuda/cuda.h" ] || cuda=none
+
+# ---- Unchanged inputs: the tarball there is this one ----------------------
+# The sources of the release build (the tests, benchmarks, documentation and
+# packaging are not read by it; README.md is shipped), the root's compiler
+# and C library, and the CUDA headers the hooks take their signatures from.
+inputs=$(
+    git ls-files -z -co --exclude-standard -- . ':!tests' ':!bench' ':!docs' ':!debian' ':!.ci' |
+        sort -z | xargs -0 sha256sum 2>/dev/null
+    chroot "$root" sh -c 'g++ --version | head -n 1; ldd --version | head -n 1'
+    echo "cuda $cuda"
+    [ "$cuda" = none ] || cat "$cuda/cuda.h" "$cuda/cuda_runtime_api.h"
+)
+key=$(printf '%s\n' "$inputs" | sha256sum | cut -c1-64)
+if [ "${LDSHIM_RELEASE_REBUILD:-0}" != 1 ] && [ -f "$tarball" ] &&
+    [ "$(cat "$tarball.inputs" 2>/dev/null)" = "$key" ]; then
+    echo "release: $pkgname.tar.xz: inputs unchanged, not rebuilt"
+    echo "$tarball"
+    exit 0
+fi
+
+# ---- Build and install inside the root -------------------------------------
+echo "release: building in $suite: $(chroot "$root" g++ --version | head -n 1), glibc $(chroot "$root" ldd --version | head -n 1 | sed 's/.* //')"
+./scripts/root-tree.sh "$root" "$name"
+rm -rf "$root/tmp/$name-cuda" "$root/tmp/$name-stage"
+if [ "$cuda" != none ]; then
+    cp -a "$cuda" "$root/tmp/$name-cuda"
+    echo "release: with the CUDA hooks (headers from $cuda)"
+else
+    echo "release: without the CUDA hooks (no CUDA Toolkit headers here)"
+fi
+# The prefix is a placeholder that no shipped file may name (the pkg-config
+# file is rewritten below).
+prefix=/ldshim-release-placeholder-prefix
+# shellcheck disable=SC2016 # expanded inside the chroot's shell
+script='set -eu
+cd /tmp/'$name'-src
+b=/tmp/'$name'-build
+reconfigure=""
+[ -f $b/build.ninja ] && reconfigure=--reconfigure
+/tmp/'$name'-meson/meson setup $reconfigure $b --buildtype=release -Dwerror=false -Dtests=false -Dbench=false \
+    -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
+    --datadir=share --mandir=share/man >$b.setup.log 2>&1 || { tail -n 40 $b.setup.log; exit 1; }
+nice -n 10 ninja -C $b -j 2 >$b.ninja.log 2>&1 || { tail -n 60 $b.ninja.log; exit 1; }
+/tmp/'$name'-meson/meson install -C $b --no-rebuild --strip --destdir /tmp/'$name'-stage >$b.install.log 2>&1 ||
+    { tail -n 40 $b.install.log; exit 1; }'
+start=$(date +%s)
+./scripts/root-tree.sh --in "$root" sh -c "$script" || fail "the build in the $suite root failed (output above)"
+echo "release: built in $(($(date +%s) - start)) s"
+
+# ---- The tarball: what meson installs, less what names the prefix --------
+# Everything installed is shipped (so a file the runtime comes to need, such
+# as the loader probe libldshim finds next to itself in lib/ldshim/, comes
+# with it) but for this list: files with the install prefix written in.
+# Nothing shipped may name the placeholder prefix (checked below).
+not_shipped="bin/ldshim-hooks share/man/man1/ldshim-hooks.1 share/modulefiles share/bash-completion"
+stage=$root/tmp/$name-stage$prefix
+work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+pkg=$work/$pkgname
+cp -a "$stage" "$pkg"
+for f in $not_shipped; do rm -rf "${pkg:?}/$f"; done
+find "$pkg" -depth -type d -empty -delete
+for f in bin/ldsearch lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
+    lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1; do
+    [ -e "$pkg/$f" ] || fail "meson did not install $f"
+done
+mkdir -p "$pkg/share/doc/ldshim"
+cp README.md "$pkg/share/doc/ldshim/"
+cp debian/copyright "$pkg/share/doc/ldshim/copyright"
+# pkg-config: everything relative to the file's own place.
+pc=$stage/lib/pkgconfig/ldshim.pc
+grep -qx "prefix=$prefix" "$pc" || fail "unexpected prefix line in $pc: $(grep '^prefix=' "$pc")"
+# shellcheck disable=SC2016 # ${pcfiledir} is pkg-config's
+sed "s|^prefix=$prefix\$|prefix=\${pcfiledir}/../..|" "$pc" >"$pkg/lib/pkgconfig/ldshim.pc"
+if grep -rlF "$prefix" "$pkg"; then fail "the files above name the build's placeholder prefix $prefix"; fi
+# The preload finds libldshim.so.0 next to itself.
+runpath=$(readelf -dW "$pkg/lib/libldshim_preload.so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+# shellcheck disable=SC2016 # $ORIGIN is the loader's
+[ "$runpath" = '$ORIGIN' ] || fail "libldshim_preload.so has RUNPATH '$runpath', not \$ORIGIN"
+
+mkdir -p "$out"
+epoch=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$work" -cf - "$pkgname" |
+    xz -T 2 -6 >"$tarball.tmp"
+mv "$tarball.tmp" "$tarball"
+echo "$key" >"$tarball.inputs"
+echo "release: $(stat -c %s "$tarball") bytes:"
+tar -tvJf "$tarball" | awk '{ print "  " $1, $3, $6, $7, $8 }'
+echo "$tarball"

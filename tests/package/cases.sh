@@ -1,0 +1,105 @@
+#!/bin/sh
+# An installed or unpacked ldshim used as a user would, on whatever glibc
+# runs this: scripts/package-test.sh (the Debian packages, installed in a
+# bookworm root) and scripts/release-relocation.sh (the release tarball,
+# unpacked as a normal user on this machine and in each Debian root) share
+# these cases.  Each prints what it sees and exits 1 with a line starting
+# "FAIL:" on the first wrong result.
+#   cases.sh consumer [CC-ARGS...]   consumer.c, strict C99, built with
+#                 `pkg-config --cflags --libs ldshim` (and CC-ARGS), then run
+#   cases.sh ldsearch LDSEARCH VERSION
+#                 --version says VERSION; `LDSEARCH /bin/ls` prints the search
+#                 lines this system's loader prints under LD_DEBUG=libs
+#   cases.sh repair PRELOAD DIR
+#                 the Julia + UCX report in miniature (repair.c), built in DIR:
+#                 a ucm-like GOT-patching dlopen interposer makes the search
+#                 fail, LD_PRELOAD=PRELOAD repairs it (LDSHIM_DEBUG=1's lines
+#                 are printed, indented, either way)
+# Needs cc; consumer also pkg-config.  Scratch files go to the current
+# directory (consumer, ldsearch) or DIR (repair).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+PATH=$PATH:/usr/sbin:/sbin # ldconfig
+fail() { echo "FAIL: $*"; exit 1; }
+case=${1:-}
+[ "$#" -gt 0 ] && shift
+
+case $case in
+consumer)
+    flags=$(pkg-config --cflags --libs ldshim) || fail "pkg-config does not know ldshim"
+    echo "cc -std=c99 -pedantic-errors consumer.c $flags $*"
+    # shellcheck disable=SC2086 # pkg-config's words
+    # -ldl: consumer.c calls dlopen itself (libdl before glibc 2.34).
+    cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -o consumer "$here/consumer.c" $flags "$@" -ldl ||
+        fail "the C99 consumer does not build against the header and library pkg-config names"
+    ./consumer || fail "the C99 consumer failed"
+    ;;
+
+ldsearch)
+    [ "$#" -eq 2 ] || fail "usage: cases.sh ldsearch LDSEARCH VERSION"
+    ldsearch=$1 version=$2
+    v=$("$ldsearch" --version) || fail "$ldsearch --version failed"
+    [ "$v" = "ldsearch (ldshim) $version" ] || fail "ldsearch --version says '$v'"
+    echo "$v"
+    "$ldsearch" /bin/ls >ldsearch.out || fail "ldsearch /bin/ls failed"
+    cat ldsearch.out
+    # The emulation must print what this system's loader prints.
+    LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 /bin/ls 2>&1 | sed 's/^ *[0-9]*:\t//' |
+        grep -E '^(find library=| search path=|  trying file=| search cache=)' >loader.out || true
+    [ -s loader.out ] || fail "no LD_DEBUG=libs output from the loader"
+    diff -u loader.out ldsearch.out || fail "ldsearch /bin/ls differs from the loader's LD_DEBUG=libs"
+    echo "ldsearch /bin/ls: identical to LD_DEBUG=libs"
+    ;;
+
+repair)
+    [ "$#" -eq 2 ] || fail "usage: cases.sh repair PRELOAD DIR"
+    preload=$1 c=$2
+    [ -f "$preload" ] || fail "no preload library $preload"
+    # A system library of the same name would change what the case means
+    # (a libucm.so.0 of the system's UCX is harmless: prog's RPATH comes
+    # first, which is checked below).
+    for n in libplug.so libhost.so; do
+        if ldconfig -p | grep -q "^[[:space:]]*$n "; then fail "this system already has a $n"; fi
+    done
+    # -O0: no dlopen call may become a tail call (see repair.c).
+    mkdir -p "$c/bin" "$c/lib/sub"
+    s=$here/repair.c
+    cc -O0 -fPIC -shared -DPART_PLUG -o "$c/lib/sub/libplug.so" "$s"
+    # shellcheck disable=SC2016 # $ORIGIN is the loader's
+    cc -O0 -fPIC -shared -DPART_HOST -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/sub' -o "$c/lib/libhost.so" "$s" -ldl
+    cc -O0 -fPIC -shared -DPART_UCM -Wl,-soname,libucm.so.0 -o "$c/lib/libucm.so.0" "$s" -ldl
+    # libucm is linked for its side effect only: keep it with --no-as-needed.
+    # shellcheck disable=SC2016
+    cc -O0 -DPART_PROG -o "$c/bin/prog" "$s" -L"$c/lib" -lhost -Wl,--no-as-needed -l:libucm.so.0 \
+        -Wl,-rpath,'$ORIGIN/../lib' -ldl
+    want="prog: loaded $c/bin/../lib/sub/libplug.so, plug_answer() = 42"
+    LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep -qF "libucm.so.0 => $c/bin/../lib/libucm.so.0 " ||
+        fail "prog does not load the case's libucm.so.0: $(LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep libucm)"
+
+    out=$(UCM_LIKE_OFF=1 "$c/bin/prog") || fail "without the interposer glibc does not find libplug.so: $out"
+    echo "glibc alone:         $out"
+    [ "$out" = "$want" ] || fail "unexpected glibc result: $out"
+
+    if out=$("$c/bin/prog"); then fail "the ucm-like interposer does not reproduce the bug: $out"; fi
+    echo "ucm-like:            $(echo "$out" | tail -n 1)"
+    echo "$out" | grep -q "cannot open shared object file" || fail "unexpected failure through the interposer: $out"
+
+    rc=0
+    out=$(LD_PRELOAD=$preload LDSHIM_DEBUG=1 "$c/bin/prog" 2>"$c/debug.err") || rc=$?
+    echo "ucm-like + ldshim:   $(echo "$out" | tail -n 1)"
+    sed 's/^/  /' "$c/debug.err"
+    [ "$rc" -eq 0 ] || fail "with LD_PRELOAD=$preload libplug.so is still not found"
+    echo "$out" | tail -n 1 | grep -qxF "$want" || fail "the preload loaded something else: $out"
+    # The interposer still sees the call, now with the path found from libhost.
+    echo "$out" | grep -qxF "ucm-like: ucm_dlopen(\"$c/bin/../lib/sub/libplug.so\")" ||
+        fail "libucm's ucm_dlopen was bypassed or got another path: $out"
+    grep -F "ldshim: dlopen(\"libplug.so\") from $c/bin/../lib/libhost.so" "$c/debug.err" | grep -q "found via RPATH" ||
+        fail "LDSHIM_DEBUG does not show the search from libhost via RPATH"
+    ;;
+
+*)
+    sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    [ "$case" = --help ] && exit 0
+    exit 2
+    ;;
+esac
