@@ -111,15 +111,41 @@ const link_map* object_at(const void* addr, ObjectExtent& x) {
     return map;
 }
 
+// Whether `map` is the object named `so` (LIBC_SO, LIBDL_SO).
+bool named(const link_map* map, const char* so, std::size_t size) {
+    if (!map || !map->l_name) return false;
+    const char* base = map->l_name;
+    for (const char* c = map->l_name; *c; ++c)
+        if (*c == '/') base = c + 1;
+    return spells(base, size, so);
+}
+
 // libc's own, found through gnu_get_libc_version (only libc defines it),
 // and checked by its name.
 const link_map* libc_map(ObjectExtent& x) {
     const link_map* map = object_at(reinterpret_cast<const void*>(&gnu_get_libc_version), x);
-    if (!map || !map->l_name) return nullptr;
-    const char* base = map->l_name;
-    for (const char* c = map->l_name; *c; ++c)
-        if (*c == '/') base = c + 1;
-    return spells(base, sizeof LIBC_SO, LIBC_SO) ? map : nullptr;
+    return named(map, LIBC_SO, sizeof LIBC_SO) ? map : nullptr;
+}
+
+const ElfW(Sym) * unhidden(const GnuHash& table, const char* name) {
+    // What dlsym finds without a version: a definition that is not hidden.
+    return table.find(name, [](const ElfW(Sym)&, ElfW(Half) v) { return (v & 0x8000) == 0; });
+}
+
+// glibc's own dl* function `name` on any glibc, without calling dlopen
+// (which binds to the first definition in the process: an interposer's,
+// perhaps not ready while its own constructor runs): looked up in the
+// object that defines dladdr1 -- libdl before 2.34, libc from then on --
+// once its name says it is one of those.  Before 2.35 finding that object
+// walks the loaded objects.
+void* glibc_dl_function(const char* name) {
+    auto found = find_object(reinterpret_cast<const void*>(&dladdr1));
+    const auto* map = found ? static_cast<const link_map*>(found->link_map) : nullptr;
+    if (!map || !map->l_ld || !(named(map, LIBC_SO, sizeof LIBC_SO) || named(map, LIBDL_SO, sizeof LIBDL_SO)))
+        return nullptr;
+    GnuHash table(*map, *found);
+    const ElfW(Sym)* sym = unhidden(table, name);
+    return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
 }
 
 }  // namespace
@@ -129,8 +155,7 @@ void* libc_symbol(const char* name) {
     const link_map* map = libc_map(x);
     if (!map) return nullptr;
     GnuHash table(*map, x);
-    // What dlsym finds without a version: a definition that is not hidden.
-    const ElfW(Sym)* sym = table.find(name, [](const ElfW(Sym)&, ElfW(Half) v) { return (v & 0x8000) == 0; });
+    const ElfW(Sym)* sym = unhidden(table, name);
     return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
 }
 
@@ -153,6 +178,7 @@ Fn libc_function(std::atomic<Fn>& cache, const char* name) {
     if (f || t_finding_libc) return f;
     t_finding_libc = true;
     f = reinterpret_cast<Fn>(libc_symbol(name));
+    if (!f) f = reinterpret_cast<Fn>(glibc_dl_function(name));
     for (const char* object : {LIBC_SO, LIBDL_SO}) {
         if (f) break;
         if (void* h = dlopen(object, RTLD_LAZY | RTLD_NOLOAD)) {
