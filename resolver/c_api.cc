@@ -70,14 +70,23 @@ std::string interposer_of(const void* next) {
     return glibc ? std::string() : std::string(base);
 }
 
-void log_decision(const char* call, const char* file, const Resolution& r, const void* next) {
+// The object `caller` lies in, for a log line the model could not name
+// (it declined before it knew the objects).
+std::string object_named_at(const void* caller) {
+    Dl_info info;
+    if (!caller || !dladdr(caller, &info) || !info.dli_fname || !*info.dli_fname) return "main program";
+    return info.dli_fname;
+}
+
+void log_decision(const char* call, const char* file, const Resolution& r, const void* caller, const void* next) {
     const char* kind = r.kind == Resolution::Kind::loaded      ? "already loaded"
                        : r.kind == Resolution::Kind::found     ? "found"
                        : r.kind == Resolution::Kind::not_found ? "not found"
                                                                : "unresolved (passed on)";
     std::string via = interposer_of(next);
     const char* rule = std::strcmp(r.rule, kind) == 0 ? "" : r.rule;
-    std::fprintf(stderr, "ldshim: %s(\"%s\") from %s%s%s: %s%s%s%s%s\n", call, file, r.caller.c_str(),
+    std::string who = r.caller.empty() ? object_named_at(caller) : r.caller;
+    std::fprintf(stderr, "ldshim: %s(\"%s\") from %s%s%s: %s%s%s%s%s\n", call, file, who.c_str(),
                  via.empty() ? "" : " via ", via.c_str(), kind, *rule ? " via " : "", rule,
                  r.path.empty() ? "" : " -> ", r.path.c_str());
     if (!r.error.empty()) std::fprintf(stderr, "ldshim:   %s\n", r.error.c_str());
@@ -86,14 +95,19 @@ void log_decision(const char* call, const char* file, const Resolution& r, const
 // Asks the model, with this thread marked as inside ldshim: the model's
 // construction may dlopen, and that call must pass through rather than
 // re-enter (the model is built once; a recursive build would abort).
-// False when re-entered or out of memory.
+// False when re-entered, while another thread builds the model, or out of
+// memory.
 bool ask_model(const void* caller, const char* file, int mode, bool fresh_namespace, bool details,
                Resolution& r) noexcept {
     if (t_inside) return false;
     t_inside = true;
     bool ok = true;
     try {
-        r = LiveProcess::instance().resolve(caller, file, (mode & RTLD_NOLOAD) != 0, details, fresh_namespace);
+        LiveProcess* lp = LiveProcess::instance();
+        if (lp)
+            r = lp->resolve(caller, file, (mode & RTLD_NOLOAD) != 0, details, fresh_namespace);
+        else
+            ok = false;
     } catch (...) {
         ok = false;
     }
@@ -110,7 +124,7 @@ bool decide(const char* call, const void* caller, const char* file, int mode, bo
     if (!ask_model(caller, file, mode, fresh_namespace, settings.debug, r)) return false;
     if (settings.debug) {
         try {
-            log_decision(call, file, r, next);
+            log_decision(call, file, r, caller, next);
         } catch (...) {
         }
     }
@@ -132,7 +146,7 @@ void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
         // glibc's dlopen returns the object's link_map; another dlopen's
         // handle is not read.
         const bool glibc = next_id == reinterpret_cast<void*>(&host::libc_dlopen);
-        LiveProcess::instance().note_opened(glibc ? h : nullptr);
+        if (LiveProcess* lp = LiveProcess::existing()) lp->note_opened(glibc ? h : nullptr);
         if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
     }
     return h;

@@ -17,11 +17,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -81,6 +83,9 @@ std::string argv0() {
 
 // The instance once built (lib/fork_handlers.cc locks only what exists).
 std::atomic<LiveProcess*> g_existing{nullptr};
+std::atomic<int> g_building{0};  // 1 once a thread has begun building it
+// How long a call waits for another thread to finish building the model.
+constexpr int kBuildWaitMs = 2000;
 
 // The already-loaded answers, by name: written only under the model's lock,
 // read by any thread without one (a sequence lock per slot: odd while being
@@ -139,17 +144,32 @@ struct LiveProcess::Scan {
     }
 };
 
-LiveProcess& LiveProcess::instance() {
+LiveProcess* LiveProcess::instance() {
+    for (int waited_ms = 0;; ++waited_ms) {
+        if (LiveProcess* lp = g_existing.load(std::memory_order_acquire)) return lp;
+        int none = 0;
+        if (g_building.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return build();
+        // Another thread builds it.  Wait, but not for ever: the builder
+        // dlopens (the loader probe), so it may be waiting for the loader's
+        // lock, which this thread can hold (a constructor that calls
+        // dlopen).  Past the wait, the call passes through instead of
+        // deadlocking.
+        if (waited_ms >= kBuildWaitMs) return nullptr;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+LiveProcess* LiveProcess::build() {
     // Never destroyed: dlopen may be called from other threads during exit.
-    // Only reached through resolver/c_api.cc's guard, so a dlopen made while
-    // the model is being built passes through instead of recursing here.
     alignas(LiveProcess) static unsigned char storage[sizeof(LiveProcess)];
-    static LiveProcess* p = [] {
+    try {
         auto* lp = new (storage) LiveProcess();
         g_existing.store(lp, std::memory_order_release);
         return lp;
-    }();
-    return *p;
+    } catch (...) {
+        g_building.store(0, std::memory_order_release);  // the next call tries again
+        throw;
+    }
 }
 
 LiveProcess* LiveProcess::existing() { return g_existing.load(std::memory_order_acquire); }

@@ -41,8 +41,9 @@ struct Resolution {
 
 class LiveProcess {
 public:
-    // The process-wide instance, built on first use.
-    static LiveProcess& instance();
+    // The process-wide instance, built on first use; nullptr when another
+    // thread has been building it for longer than a call waits.
+    static LiveProcess* instance();
 
     // What glibc would do for dlopen(file) called from `caller` (any address
     // inside the calling object; one outside every object means the main
@@ -90,6 +91,7 @@ private:
 
     LiveProcess();
     ~LiveProcess();
+    static LiveProcess* build();
     void sync_locked();
     bool unchanged_locked();
     bool read_generation(Generation& g) const noexcept;
