@@ -1,19 +1,21 @@
 // derive_in_process(): the loader configuration of this very process, read in
 // place.  Nothing is spawned and nothing is written: the runtime runs inside
-// other people's processes.  Sources (glibc 2.31, 2.36 and 2.41, x86-64):
+// other people's processes.  What varies between loaders is learnt from the
+// loader, on glibc 2.28 to 2.43 alike:
 //  * system directories: RTLD_DI_SERINFO of ld.so's own link map, whose tail
-//    they are (2.36 lists plain directories there: no hwcaps subdirectories,
-//    every flag 0);
-//  * ISA levels, $PLATFORM, legacy hwcap bits: the loader's own CPU feature
-//    state (<sys/platform/x86.h>): CPUID and XCR0 after glibc's usability
-//    rules and after GLIBC_TUNABLES=glibc.cpu.hwcaps, as ld.so settled them
-//    at startup; before 2.33, CPUID and XCR0 with 2.31's usability rules
-//    (host/cpu.cc; its glibc.cpu.hwcaps tunable is not modelled);
-//  * glibc.cpu.hwcap_mask / LD_HWCAP_MASK: the environment.
+//    they are (no loader lists hwcaps subdirectories there);
+//  * glibc-hwcaps levels, legacy subdirectories, $PLATFORM, $LIB: the probe
+//    (host/self_probe.cc), which asks the loader to search for ldshim's own
+//    probe files;
+//  * legacy hwcap bits: getauxval(AT_HWCAP), which glibc answers with its
+//    own dl_hwcap on x86-64, under glibc.cpu.hwcap_mask / LD_HWCAP_MASK from
+//    the environment;
+//  * what only the version tells (bug fixes, the 2.43 debug lines):
+//    glibc_release(), checked against the probe where both speak.
 #include "host/loader_in_process.h"
 
-#include "host/cpu.h"
 #include "host/loaded_objects.h"
+#include "host/self_probe.h"
 #include "loader/elf_facts.h"
 
 #include <dlfcn.h>
@@ -45,20 +47,6 @@ link_map* rtld_link_map() {
     void* extra = nullptr;
     if (!base || !dladdr1(reinterpret_cast<void*>(base), &info, &extra, RTLD_DL_LINKMAP)) return nullptr;
     return static_cast<link_map*>(extra);
-}
-
-std::optional<std::vector<std::string>> read_serinfo(link_map* map) {
-    Dl_serinfo size{};
-    if (dlinfo(map, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) return std::nullopt;
-    auto buf = std::make_unique<std::max_align_t[]>(size.dls_size / sizeof(std::max_align_t) + 1);
-    auto* si = reinterpret_cast<Dl_serinfo*>(buf.get());
-    si->dls_size = size.dls_size;
-    si->dls_cnt = size.dls_cnt;
-    if (dlinfo(map, RTLD_DI_SERINFO, si) != 0) return std::nullopt;
-    std::vector<std::string> out;
-    const Dl_serpath* paths = &si->dls_serpath[0];
-    for (unsigned i = 0; i < si->dls_cnt; ++i) out.emplace_back(paths[i].dls_name);
-    return out;
 }
 
 // The main program's dynamic section, in memory (the first object
@@ -106,28 +94,6 @@ std::optional<std::string> startup_library_path(bool secure) {
     return out;
 }
 
-// The versions whose rules are written here and tested against their own
-// loader (the roots suite): 2.31 (Debian 11: no glibc-hwcaps, no
-// <sys/platform/x86.h>), 2.36 (Debian 12) and 2.41 (Debian 13: no legacy
-// hwcap subdirectories, "/" and non-directories handled as directories).
-// Anything else declines rather than guesses.
-struct VersionRules {
-    std::string_view version;
-    bool glibc_hwcaps, legacy_subdirs;
-    LoaderBehaviour behaviour;
-};
-constexpr VersionRules kVersions[] = {
-    {"2.31", false, true, {true, true}},
-    {"2.36", true, true, {true, true}},
-    {"2.41", true, false, {false, false}},
-};
-
-const VersionRules* rules_of(std::string_view version) {
-    for (const auto& r : kVersions)
-        if (r.version == version) return &r;
-    return nullptr;
-}
-
 }  // namespace
 
 std::optional<LoaderConfig> derive_in_process(std::string* error) {
@@ -136,10 +102,8 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
         return std::nullopt;
     };
     std::string_view version = gnu_get_libc_version();
-    const VersionRules* rules = rules_of(version);
-    if (!rules)
-        return fail("glibc " + std::string(version) +
-                    ": the in-process derivation knows glibc 2.31, 2.36 and 2.41 only");
+    std::optional<GlibcRelease> release = glibc_release(version);
+    if (!release) return fail("glibc " + std::string(version) + ": ldshim is checked against glibc 2.28 to 2.43 only");
     link_map* rtld = rtld_link_map();
     if (!rtld)
         return fail(
@@ -149,24 +113,29 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (!serinfo) return fail("dlinfo(RTLD_DI_SERINFO) failed on the loader's link map");
     auto facts = main_program_facts();
     if (!facts) return fail("cannot read the main program's dynamic section");
+    std::string why;
+    std::optional<SelfProbe> probe = probe_own_loader(&why);
+    if (!probe) return fail(why);
+    if (probe->legacy_subdirs != release->legacy_subdirs)
+        return fail("glibc " + std::string(version) + (probe->legacy_subdirs ? " searches" : " does not search") +
+                    " legacy hwcap subdirectories, against every release of that version");
+#if !defined(__x86_64__)
+    if (probe->legacy_subdirs) return fail("this machine's legacy hwcap names are not modelled");
+#endif
     const bool secure = getauxval(AT_SECURE) != 0;
-    std::optional<CpuView> view = cpu_view();
-    if (!view) return fail("the in-process derivation knows x86-64 only");
-    CpuView cpu = *view;
-    if (!rules->glibc_hwcaps) cpu.isa_levels = 1;
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
     p.library_path = startup_library_path(secure);
     p.origin = main_origin(secure);
-    p.platform = cpu.platform;
+    p.platform = probe->platform;
     p.secure = secure;
-    std::string why;
     auto dirs = system_dirs_from_serinfo(*serinfo, p, &why);
     if (!dirs) return fail(why);
-    std::uint64_t searched = cpu.hwcap & hwcap_mask_from_env(environ, secure);
-    LoaderConfig cfg = assemble_config(std::move(*dirs), cpu.isa_levels, cpu.platform, searched);
-    if (!rules->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
-    cfg.behaviour = rules->behaviour;
+    std::uint64_t searched = getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure);
+    LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched);
+    if (!probe->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
+    cfg.dst_lib = probe->dst_lib;
+    cfg.behaviour = release->behaviour;
     if (rtld->l_name && *rtld->l_name) cfg.rtld_path = rtld->l_name;
     return cfg;
 }

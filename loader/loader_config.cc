@@ -1,5 +1,6 @@
 #include "loader/loader_config.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -65,6 +66,21 @@ int x86_hwcap_bit(std::string_view name) {
     for (int i = 0; i < 3; ++i)
         if (kX86HwcapNames[i] == name) return i;
     return -1;
+}
+
+std::optional<GlibcRelease> glibc_release(std::string_view version) {
+    if (!version.starts_with("2.")) return std::nullopt;
+    version.remove_prefix(2);
+    int minor = 0;
+    auto [end, ec] = std::from_chars(version.data(), version.data() + version.size(), minor);
+    if (ec != std::errc() || end != version.data() + version.size() || minor < 28 || minor > 43) return std::nullopt;
+    GlibcRelease r;
+    r.minor = minor;
+    r.behaviour.root_dir_stat_bug = minor < 38;        // bug 30435
+    r.behaviour.non_directory_ends_list = minor < 39;  // bug 31035
+    r.behaviour.explains_candidates = minor >= 43;     // bug 25669
+    r.legacy_subdirs = minor < 37;
+    return r;
 }
 
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,

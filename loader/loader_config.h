@@ -39,6 +39,19 @@ struct LoaderBehaviour {
     bool operator==(const LoaderBehaviour&) const = default;
 };
 
+// What only the version of a glibc release tells (shared/reference/
+// glibc-versions.md T2a, T4, T6): each rule from the upstream release that
+// changed it; no distribution is known to have moved one (RHEL 8 and 9 carry
+// neither bug fix, SLES 15 SP6's 2.38 the first only, as upstream).
+struct GlibcRelease {
+    int minor = 0;  // 2.MINOR
+    LoaderBehaviour behaviour;
+    bool legacy_subdirs = false;  // legacy hwcap subdirectories searched (removed in 2.37)
+};
+// nullopt for a version outside 2.28 to 2.43, the loaders ldshim is checked
+// against, or not of the form "2.N".
+std::optional<GlibcRelease> glibc_release(std::string_view version);
+
 struct LoaderConfig {
     LoaderBehaviour behaviour;
     std::string rtld_path = "/lib64/ld-linux-x86-64.so.2";

@@ -534,9 +534,11 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
         std::string label;
         for (const auto& v : env) label += v + " ";
         SCOPED_TRACE("env: " + label);
+        std::vector<std::string> child_env = env;
+        child_env.emplace_back("LDSHIM_PROBE_DIR=" PROBE_DIR);
         std::string child = run_capture({self, "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
                                          "--gtest_also_run_disabled_tests"},
-                                        env);
+                                        child_env);
         std::string got;
         for (std::size_t pos = 0; (pos = child.find("CFG ", pos)) != std::string::npos;) {
             auto nl = child.find('\n', pos);
@@ -563,4 +565,48 @@ TEST(InProcessConfig, program_started_through_ld_so_is_reported_not_guessed) {
         {});
     EXPECT_NE(out.find("CFG error no interpreter mapped"), std::string::npos) << out;
     EXPECT_EQ(out.find("CFG system_dir"), std::string::npos) << out;
+}
+
+TEST(GlibcRelease, each_rule_is_the_one_of_the_release_that_changed_it) {
+    auto r228 = glibc_release("2.28"), r237 = glibc_release("2.37"), r238 = glibc_release("2.38"),
+         r239 = glibc_release("2.39"), r243 = glibc_release("2.43");
+    ASSERT_TRUE(r228 && r237 && r238 && r239 && r243);
+    EXPECT_EQ(r228->minor, 28);
+    EXPECT_TRUE(r228->legacy_subdirs && r228->behaviour.root_dir_stat_bug && r228->behaviour.non_directory_ends_list);
+    EXPECT_FALSE(r228->behaviour.explains_candidates);
+    EXPECT_FALSE(r237->legacy_subdirs);
+    EXPECT_TRUE(r237->behaviour.root_dir_stat_bug);
+    EXPECT_FALSE(r238->behaviour.root_dir_stat_bug);
+    EXPECT_TRUE(r238->behaviour.non_directory_ends_list);
+    EXPECT_FALSE(r239->behaviour.non_directory_ends_list);
+    EXPECT_FALSE(r239->behaviour.explains_candidates);
+    EXPECT_TRUE(r243->behaviour.explains_candidates);
+    for (const char* v : {"2.27", "2.44", "2.36.1", "3.0", "2.", "2.x", "", "2.036x"})
+        EXPECT_FALSE(glibc_release(v)) << v;
+}
+
+// The probe files ship next to libldshim.so; without them nothing is guessed.
+TEST(InProcessConfig, without_its_probe_files_it_declines_and_says_so) {
+    std::string out = run_capture({self_exe(), "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+                                   "--gtest_also_run_disabled_tests"},
+                                  {"LDSHIM_PROBE_DIR=/nonexistent-ldshim-probe"});
+    EXPECT_NE(out.find("CFG error the loader probe cannot be opened (/nonexistent-ldshim-probe/libldshim-probe.so"),
+              std::string::npos)
+        << out;
+}
+
+// A probe tree whose hwcaps target is missing: the loader finds it nowhere
+// the layout explains, and the derivation says so instead of guessing.
+TEST(InProcessConfig, a_probe_tree_without_its_hwcaps_target_is_reported) {
+    char dir[] = "/tmp/ldshim-probe-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    std::string d = dir;
+    std::string cp = "cp " PROBE_DIR "/libldshim-probe.so " PROBE_DIR "/libldshim-probe-legacy.so " + d;
+    ASSERT_EQ(std::system(cp.c_str()), 0);
+    std::string out = run_capture({self_exe(), "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+                                   "--gtest_also_run_disabled_tests"},
+                                  {"LDSHIM_PROBE_DIR=" + d});
+    std::system(("rm -rf " + d).c_str());
+    EXPECT_NE(out.find("CFG error the loader probe's glibc-hwcaps target was not found in " + d), std::string::npos)
+        << out;
 }
