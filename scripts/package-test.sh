@@ -216,7 +216,7 @@ mount -t proc proc "$root/proc"
 mkdir -p "$root/tmp/debs" "$root/tmp/ldshim/tests/package" "$root/tmp/ldshim/tests/resolver/fixtures"
 # shellcheck disable=SC2086
 cp $debs "$root/tmp/debs/"
-cp tests/package/consumer.c tests/package/repair.c "$root/tmp/ldshim/tests/package/"
+cp tests/package/cases.sh tests/package/consumer.c tests/package/repair.c "$root/tmp/ldshim/tests/package/"
 cp tests/resolver/fixtures/got_patch.h "$root/tmp/ldshim/tests/resolver/fixtures/"
 in_root() {
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C \
@@ -238,26 +238,12 @@ preload=$libdir/libldshim_preload.so
 fail() { echo "package-test: FAIL (in chroot): $*" >&2; exit 1; }
 cd /tmp/ldshim
 
+# The cases shared with the release tarball's check (tests/package/cases.sh).
 echo "-- a C99 program through pkg-config"
-flags=$(pkg-config --cflags --libs ldshim) || fail "pkg-config does not know ldshim"
-echo "cc -std=c99 -pedantic-errors tests/package/consumer.c $flags"
-# shellcheck disable=SC2086
-cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -o consumer tests/package/consumer.c $flags ||
-    fail "the C99 consumer does not build against the installed header and library"
-./consumer || fail "the C99 consumer failed"
+sh tests/package/cases.sh consumer || fail "the C99 consumer through pkg-config (above)"
 
 echo "-- ldsearch"
-v=$(ldsearch --version)
-[ "$v" = "ldsearch (ldshim) $version" ] || fail "ldsearch --version says '$v'"
-echo "$v"
-ldsearch /bin/ls >ldsearch.out || fail "ldsearch /bin/ls failed"
-cat ldsearch.out
-# The emulation must print what the real loader of this root prints.
-LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 /bin/ls 2>&1 | sed 's/^ *[0-9]*:\t//' |
-    grep -E '^(find library=| search path=|  trying file=| search cache=)' >loader.out || true
-[ -s loader.out ] || fail "no LD_DEBUG=libs output from the loader"
-diff -u loader.out ldsearch.out || fail "ldsearch /bin/ls differs from the loader's LD_DEBUG=libs"
-echo "ldsearch /bin/ls: identical to LD_DEBUG=libs"
+sh tests/package/cases.sh ldsearch ldsearch "$version" || fail "ldsearch (above)"
 [ -s /usr/share/man/man1/ldsearch.1.gz ] && zcat /usr/share/man/man1/ldsearch.1.gz | grep -q '^\.TH LDSEARCH' ||
     fail "man page /usr/share/man/man1/ldsearch.1.gz missing or not a man page"
 bash -c '. /usr/share/bash-completion/completions/ldsearch && complete -p ldsearch' ||
@@ -271,39 +257,7 @@ ldshim-hooks --help | grep -qF "default: $preload," || fail "ldshim-hooks does n
 echo "$v, preload $preload"
 
 echo "-- the preload repairs a ucm-like interposer"
-# -O0: no dlopen call may become a tail call (see repair.c).
-c=/tmp/ldshim/case
-# A system library of the same name would change what the case means.
-for n in libplug.so libhost.so libucm.so.0; do
-    if ldconfig -p | grep -q "^[[:space:]]*$n "; then fail "this root already has a $n"; fi
-done
-mkdir -p $c/bin $c/lib/sub
-s=tests/package/repair.c
-cc -O0 -fPIC -shared -DPART_PLUG -o $c/lib/sub/libplug.so $s
-cc -O0 -fPIC -shared -DPART_HOST -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/sub' -o $c/lib/libhost.so $s
-cc -O0 -fPIC -shared -DPART_UCM -Wl,-soname,libucm.so.0 -o $c/lib/libucm.so.0 $s
-# libucm is linked for its side effect only: keep it with --no-as-needed.
-cc -O0 -DPART_PROG -o $c/bin/prog $s -L$c/lib -lhost -Wl,--no-as-needed -l:libucm.so.0 -Wl,-rpath,'$ORIGIN/../lib'
-want="prog: loaded $c/bin/../lib/sub/libplug.so, plug_answer() = 42"
-
-out=$(UCM_LIKE_OFF=1 $c/bin/prog) || fail "without the interposer glibc does not find libplug.so: $out"
-echo "glibc alone:         $out"
-[ "$out" = "$want" ] || fail "unexpected glibc result: $out"
-
-if out=$($c/bin/prog); then fail "the ucm-like interposer does not reproduce the bug: $out"; fi
-echo "ucm-like:            $(echo "$out" | tail -n 1)"
-echo "$out" | grep -q "cannot open shared object file" || fail "unexpected failure through the interposer: $out"
-
-out=$(LD_PRELOAD=$preload LDSHIM_DEBUG=1 $c/bin/prog 2>debug.err) ||
-    fail "with LD_PRELOAD=$preload libplug.so is still not found: $out $(cat debug.err)"
-echo "ucm-like + ldshim:   $(echo "$out" | tail -n 1)"
-echo "$out" | tail -n 1 | grep -qxF "$want" || fail "the preload loaded something else: $out"
-# The interposer still sees the call, now with the path found from libhost.
-echo "$out" | grep -qxF "ucm-like: ucm_dlopen(\"$c/bin/../lib/sub/libplug.so\")" ||
-    fail "libucm's ucm_dlopen was bypassed or got another path: $out"
-grep -F "ldshim: dlopen(\"libplug.so\") from $c/bin/../lib/libhost.so" debug.err | grep -q "found via RPATH" ||
-    fail "LDSHIM_DEBUG does not show the search from libhost via RPATH: $(cat debug.err)"
-sed 's/^/  /' debug.err
+sh tests/package/cases.sh repair "$preload" /tmp/ldshim/case || fail "the preload's repair (above)"
 EOF
 in_root sh /tmp/ldshim/inside.sh "$meson_version" || fail "the installed packages failed a check (output above)"
 phase_done
