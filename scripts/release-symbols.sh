@@ -3,7 +3,7 @@
 # on: every ELF file in it may need glibc alone, at most GLIBC_2.28.
 #   - DT_NEEDED only glibc's libraries (libc.so.6, libdl.so.2,
 #     libpthread.so.0, libm.so.6, librt.so.1, the loader) and libraries the
-#     tarball itself ships;
+#     tarball itself ships, found through a RUNPATH $ORIGIN/... entry;
 #   - every version it imports (.gnu.version_r) is a GLIBC_x.y no newer than
 #     GLIBC_2.28: no GLIBCXX_, CXXABI_, GCC_ (libstdc++ and libgcc are linked
 #     in), no GLIBC_PRIVATE, no GLIBC_ABI_DT_RELR;
@@ -68,9 +68,27 @@ $base: static"
     fi
     needed=$(readelf -dW "$path" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
     echo "  NEEDED: $(echo "$needed" | tr '\n' ' ' | sed 's/ $//')"
+    # A library the tarball ships is found through the file's own place:
+    # a RUNPATH (or RPATH) entry $ORIGIN/... that holds it.
+    runpath=$(readelf -dW "$path" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]/\2/p' | tr ':' '\n')
     for n in $needed; do
         echo "$n" | grep -Eq "$glibc_libs" && continue
-        if echo "$shipped" | grep -qxF "$n"; then continue; fi
+        if echo "$shipped" | grep -qxF "$n"; then
+            found=""
+            for r in $runpath; do
+                # shellcheck disable=SC2016 # $ORIGIN is the loader's
+                case $r in '$ORIGIN' | '$ORIGIN/'* | '${ORIGIN}' | '${ORIGIN}/'*) ;; *) continue ;; esac
+                d=$(dirname "$path")${r#*ORIGIN}
+                d=${d%\}}
+                [ -e "$d/$n" ] && found="$r" && break
+            done
+            if [ -n "$found" ]; then
+                echo "  $n: the tarball's, through RUNPATH $found"
+            else
+                finding "$base needs the tarball's $n but no \$ORIGIN entry of its RUNPATH (${runpath:-none}) leads to it"
+            fi
+            continue
+        fi
         finding "$base needs $n, which is neither glibc's nor in the tarball"
     done
     versions=$(needed_versions "$path")
