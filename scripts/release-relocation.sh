@@ -116,7 +116,8 @@ for place in "$@"; do
         else
             as_user() { env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME="$d" LC_ALL=C "$@"; }
         fi
-        as_user tar -xJf "$tarball" -C "$d/unpacked" >"$log" 2>&1 &&
+        # The user unpacks; the tarball is read for it (its directory may be closed to nobody).
+        as_user tar -xJf - -C "$d/unpacked" <"$tarball" >"$log" 2>&1 &&
             as_user sh "$d/src/scripts/release-relocation.sh" --inside "$d" "$version" "$pkgname" >>"$log" 2>&1 ||
             echo "RESULT place: FAILED (exit $?)" >>"$log"
     else
