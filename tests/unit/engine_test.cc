@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace ldshim::loader;
 using namespace ldshim::testing;
 
