@@ -6,7 +6,8 @@
 #   2. scripts/release-symbols.sh TARBALL  glibc alone, GLIBC_2.28 at most
 #   3. scripts/release-relocation.sh TARBALL
 #                                          unpacked and used as nobody, here
-#                                          and in every Debian root present
+#                                          and in every Debian and glibc root
+#                                          present
 # Exits 0 when all pass, 1 when one fails, 77 (skipped) when no tarball can
 # be built here (not root, or no bullseye root: scripts/roots.sh).
 #   scripts/release-test.sh [--help] [OUTDIR]   default OUTDIR /var/tmp/ldshim-release

@@ -7,9 +7,10 @@
 # "FAIL:" on the first wrong result.
 #   cases.sh consumer [CC-ARGS...]   consumer.c, strict C99, built with
 #                 `pkg-config --cflags --libs ldshim` (and CC-ARGS), then run
-#   cases.sh ldsearch LDSEARCH VERSION
-#                 --version says VERSION; `LDSEARCH /bin/ls` prints the search
-#                 lines this system's loader prints under LD_DEBUG=libs
+#   cases.sh ldsearch LDSEARCH VERSION [PROGRAM]
+#                 --version says VERSION; `LDSEARCH PROGRAM` (default /bin/ls)
+#                 prints the search lines this system's loader prints under
+#                 LD_DEBUG=libs
 #   cases.sh repair PRELOAD DIR
 #                 the Julia + UCX report in miniature (repair.c), built in DIR:
 #                 a ucm-like GOT-patching dlopen interposer makes the search
@@ -17,9 +18,15 @@
 #                 are printed, indented, either way)
 # Needs cc; consumer also pkg-config.  Scratch files go to the current
 # directory (consumer, ldsearch) or DIR (repair).
+# For a system without a compiler (scripts/glibc-roots.sh's roots), the
+# caller sets CC (compiler and its flags for that system's glibc; default
+# cc), LIBDL (default -ldl; empty where that glibc has no libdl.so to link)
+# and RUN (a command prefix that runs a program on that system, where the
+# same paths name the same files; default none: here).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 PATH=$PATH:/usr/sbin:/sbin # ldconfig
+CC=${CC:-cc} LIBDL=${LIBDL--ldl} RUN=${RUN:-}
 fail() { echo "FAIL: $*"; exit 1; }
 case=${1:-}
 [ "$#" -gt 0 ] && shift
@@ -28,27 +35,31 @@ case $case in
 consumer)
     flags=$(pkg-config --cflags --libs ldshim) || fail "pkg-config does not know ldshim"
     echo "cc -std=c99 -pedantic-errors consumer.c $flags $*"
-    # shellcheck disable=SC2086 # pkg-config's words
     # -ldl: consumer.c calls dlopen itself (libdl before glibc 2.34).
-    cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -o consumer "$here/consumer.c" $flags "$@" -ldl ||
+    # shellcheck disable=SC2086 # pkg-config's words, CC's and RUN's
+    $CC -std=c99 -pedantic-errors -Wall -Wextra -Werror -o consumer "$here/consumer.c" $flags "$@" $LIBDL ||
         fail "the C99 consumer does not build against the header and library pkg-config names"
-    ./consumer || fail "the C99 consumer failed"
+    # shellcheck disable=SC2086
+    $RUN "$PWD/consumer" || fail "the C99 consumer failed"
     ;;
 
 ldsearch)
-    [ "$#" -eq 2 ] || fail "usage: cases.sh ldsearch LDSEARCH VERSION"
-    ldsearch=$1 version=$2
-    v=$("$ldsearch" --version) || fail "$ldsearch --version failed"
+    [ "$#" -eq 2 ] || [ "$#" -eq 3 ] || fail "usage: cases.sh ldsearch LDSEARCH VERSION [PROGRAM]"
+    ldsearch=$1 version=$2 program=${3:-/bin/ls}
+    # shellcheck disable=SC2086 # RUN's words
+    v=$($RUN "$ldsearch" --version) || fail "$ldsearch --version failed"
     [ "$v" = "ldsearch (ldshim) $version" ] || fail "ldsearch --version says '$v'"
     echo "$v"
-    "$ldsearch" /bin/ls >ldsearch.out || fail "ldsearch /bin/ls failed"
+    # shellcheck disable=SC2086
+    $RUN "$ldsearch" "$program" >ldsearch.out || fail "ldsearch $program failed"
     cat ldsearch.out
     # The emulation must print what this system's loader prints.
-    LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 /bin/ls 2>&1 | sed 's/^ *[0-9]*:\t//' |
+    # shellcheck disable=SC2086
+    $RUN env LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 "$program" 2>&1 | sed 's/^ *[0-9]*:\t//' |
         grep -E '^(find library=| search path=|  trying file=| search cache=)' >loader.out || true
     [ -s loader.out ] || fail "no LD_DEBUG=libs output from the loader"
-    diff -u loader.out ldsearch.out || fail "ldsearch /bin/ls differs from the loader's LD_DEBUG=libs"
-    echo "ldsearch /bin/ls: identical to LD_DEBUG=libs"
+    diff -u loader.out ldsearch.out || fail "ldsearch $program differs from the loader's LD_DEBUG=libs"
+    echo "ldsearch $program: identical to LD_DEBUG=libs"
     ;;
 
 repair)
@@ -59,33 +70,41 @@ repair)
     # (a libucm.so.0 of the system's UCX is harmless: prog's RPATH comes
     # first, which is checked below).
     for n in libplug.so libhost.so; do
-        if ldconfig -p | grep -q "^[[:space:]]*$n "; then fail "this system already has a $n"; fi
+        # shellcheck disable=SC2086 # RUN's words
+        if $RUN ldconfig -p | grep -q "^[[:space:]]*$n "; then fail "this system already has a $n"; fi
     done
     # -O0: no dlopen call may become a tail call (see repair.c).
     mkdir -p "$c/bin" "$c/lib/sub"
     s=$here/repair.c
-    cc -O0 -fPIC -shared -DPART_PLUG -o "$c/lib/sub/libplug.so" "$s"
-    # shellcheck disable=SC2016 # $ORIGIN is the loader's
-    cc -O0 -fPIC -shared -DPART_HOST -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/sub' -o "$c/lib/libhost.so" "$s" -ldl
-    cc -O0 -fPIC -shared -DPART_UCM -Wl,-soname,libucm.so.0 -o "$c/lib/libucm.so.0" "$s" -ldl
-    # libucm is linked for its side effect only: keep it with --no-as-needed.
-    # shellcheck disable=SC2016
-    cc -O0 -DPART_PROG -o "$c/bin/prog" "$s" -L"$c/lib" -lhost -Wl,--no-as-needed -l:libucm.so.0 \
-        -Wl,-rpath,'$ORIGIN/../lib' -ldl
+    # shellcheck disable=SC2086 # CC's, LIBDL's and (below) RUN's words
+    {
+        $CC -O0 -fPIC -shared -DPART_PLUG -o "$c/lib/sub/libplug.so" "$s"
+        # shellcheck disable=SC2016 # $ORIGIN is the loader's
+        $CC -O0 -fPIC -shared -DPART_HOST -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/sub' -o "$c/lib/libhost.so" "$s" $LIBDL
+        $CC -O0 -fPIC -shared -DPART_UCM -Wl,-soname,libucm.so.0 -o "$c/lib/libucm.so.0" "$s" $LIBDL
+        # libucm is linked for its side effect only: keep it with --no-as-needed.
+        # shellcheck disable=SC2016
+        $CC -O0 -DPART_PROG -o "$c/bin/prog" "$s" -L"$c/lib" -lhost -Wl,--no-as-needed -l:libucm.so.0 \
+            -Wl,-rpath,'$ORIGIN/../lib' $LIBDL
+    }
     want="prog: loaded $c/bin/../lib/sub/libplug.so, plug_answer() = 42"
-    LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep -qF "libucm.so.0 => $c/bin/../lib/libucm.so.0 " ||
-        fail "prog does not load the case's libucm.so.0: $(LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep libucm)"
+    # shellcheck disable=SC2086
+    $RUN env LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep -qF "libucm.so.0 => $c/bin/../lib/libucm.so.0 " ||
+        fail "prog does not load the case's libucm.so.0: $($RUN env LD_TRACE_LOADED_OBJECTS=1 "$c/bin/prog" | grep libucm)"
 
-    out=$(UCM_LIKE_OFF=1 "$c/bin/prog") || fail "without the interposer glibc does not find libplug.so: $out"
+    # shellcheck disable=SC2086
+    out=$($RUN env UCM_LIKE_OFF=1 "$c/bin/prog") || fail "without the interposer glibc does not find libplug.so: $out"
     echo "glibc alone:         $out"
     [ "$out" = "$want" ] || fail "unexpected glibc result: $out"
 
-    if out=$("$c/bin/prog"); then fail "the ucm-like interposer does not reproduce the bug: $out"; fi
+    # shellcheck disable=SC2086
+    if out=$($RUN "$c/bin/prog"); then fail "the ucm-like interposer does not reproduce the bug: $out"; fi
     echo "ucm-like:            $(echo "$out" | tail -n 1)"
     echo "$out" | grep -q "cannot open shared object file" || fail "unexpected failure through the interposer: $out"
 
     rc=0
-    out=$(LD_PRELOAD=$preload LDSHIM_DEBUG=1 "$c/bin/prog" 2>"$c/debug.err") || rc=$?
+    # shellcheck disable=SC2086
+    out=$($RUN env LD_PRELOAD="$preload" LDSHIM_DEBUG=1 "$c/bin/prog" 2>"$c/debug.err") || rc=$?
     echo "ucm-like + ldshim:   $(echo "$out" | tail -n 1)"
     sed 's/^/  /' "$c/debug.err"
     [ "$rc" -eq 0 ] || fail "with LD_PRELOAD=$preload libplug.so is still not found"
