@@ -4,9 +4,9 @@
 # machine and inside each Debian root of scripts/roots.sh (bullseye: glibc
 # 2.31, trixie: 2.41, forky: 2.43; chroot with /proc in a private mount
 # namespace), with that system's own compiler and tools, and inside each
-# root of scripts/glibc-roots.sh (glibc 2.28 and RHEL 8's, 2.34, ...; no
-# compiler there: the cases are built here against the root's glibc and run
-# there as nobody, the directory mounted at the same path in both)
+# root of scripts/glibc-roots.sh (upstream and RHEL builds of glibc 2.28 to
+# 2.39; no compiler there: the cases are built here against the root's glibc
+# and run there as nobody, the directory mounted at the same path in both)
 # (tests/package/cases.sh, shared with scripts/package-test.sh):
 #   consumer   a C99 program built with `pkg-config --cflags --libs ldshim`,
 #              PKG_CONFIG_PATH at the unpacked lib/pkgconfig, and run
