@@ -5,6 +5,9 @@
 // loader under LD_TRACE_LOADED_OBJECTS=1 (nothing runs) with LD_DEBUG=libs,
 // against `ldsearch --root ROOT --keep-going PROGRAM` run here.  The bullseye
 // loader has no --help: ldsearch learns it from its own probe search.
+// And glibc built from source into the upstream lib64 layout
+// (scripts/glibc-roots.sh: RHEL 8's and 9's, 2.28, 2.34, 2.35, 2.39): the
+// programs glibc itself installs, run by a static busybox env.
 #include "../differential/harness.h"
 
 #include <dirent.h>
@@ -25,6 +28,11 @@ namespace {
 std::string roots_dir() {
     const char* d = std::getenv("LDSHIM_ROOTS_DIR");
     return d && *d ? d : "/var/cache/ldshim/roots";
+}
+
+std::string glibc_roots_dir() {
+    const char* d = std::getenv("LDSHIM_GLIBC_ROOTS_DIR");
+    return d && *d ? d : "/var/cache/ldshim/glibc-roots";
 }
 
 // A 64-bit x86-64 ELF program whose PT_INTERP is the x86-64 loader.
@@ -61,19 +69,20 @@ bool runs_on_x86_64_loader(const std::string& path) {
     return false;
 }
 
-// The root's programs, by their path inside the root (links left out: the
-// file they name is in the list, or is not the root's).
-std::vector<std::string> programs_of(const std::string& root) {
+// The root's programs in `dirs`, by their path inside the root (links left
+// out: the file they name is in the list, or is not the root's).
+std::vector<std::string> programs_of(const std::string& root, const std::vector<std::string>& dirs) {
     std::vector<std::string> out;
-    if (DIR* d = opendir((root + "/usr/bin").c_str())) {
-        while (dirent* e = readdir(d)) {
-            std::string inside = std::string("/usr/bin/") + e->d_name;
-            struct stat st {};
-            if (lstat((root + inside).c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111)) continue;
-            if (runs_on_x86_64_loader(root + inside)) out.push_back(inside);
+    for (const auto& dir : dirs)
+        if (DIR* d = opendir((root + dir).c_str())) {
+            while (dirent* e = readdir(d)) {
+                std::string inside = dir + "/" + e->d_name;
+                struct stat st {};
+                if (lstat((root + inside).c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111)) continue;
+                if (runs_on_x86_64_loader(root + inside)) out.push_back(inside);
+            }
+            closedir(d);
         }
-        closedir(d);
-    }
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -107,21 +116,32 @@ std::string identity_of(const std::string& file) {
 // is dropped after the first lookup before glibc 2.38 and kept after.
 constexpr const char* kLibraryPath = "LD_LIBRARY_PATH=/opt/none:/usr/lib/\\$PLATFORM:/usr/\\$LIB/none:/";
 
-void every_program_matches(const std::string& suite, const std::string& env) {
-    std::string root = roots_dir() + "/" + suite;
+// Where a root's programs are and how it is run: a Debian root's own
+// /usr/bin and env, or a glibc root's tools and busybox env.
+struct RootKind {
+    std::string dir, made_by, env_program;
+    std::vector<std::string> program_dirs;
+    std::size_t min_programs;
+};
+const RootKind kDebian{roots_dir(), "scripts/roots.sh", "/usr/bin/env", {"/usr/bin"}, 30};
+const RootKind kGlibc{glibc_roots_dir(), "scripts/glibc-roots.sh", "/bin/env", {"/usr/bin", "/usr/sbin", "/sbin"}, 8};
+
+void every_program_matches(const std::string& suite, const std::string& env, const RootKind& kind = kDebian) {
+    std::string root = kind.dir + "/" + suite;
     if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: running the root's loader in it needs chroot(2), root only";
-    if (access((root + "/usr/bin/env").c_str(), X_OK) != 0)
-        GTEST_SKIP() << "SKIPPED: no " << suite << " root at " << root << " (scripts/roots.sh makes it)";
+    struct stat env_st {};  // lstat: busybox's links name /bin/busybox inside the root
+    if (lstat((root + kind.env_program).c_str(), &env_st) != 0)
+        GTEST_SKIP() << "SKIPPED: no " << suite << " root at " << root << " (" << kind.made_by << " makes it)";
     Tree t;
-    auto programs = programs_of(root);
-    ASSERT_GT(programs.size(), 30u) << "too few programs in " << root;
+    auto programs = programs_of(root, kind.program_dirs);
+    ASSERT_GE(programs.size(), kind.min_programs) << "too few programs in " << root;
     std::size_t same = 0;
     std::vector<std::string> failures;
     for (const auto& p : programs) {
         std::string id = identity_of(root + p);
         std::string real = t.abs(".out/real"), mine = t.abs(".out/mine");
-        sh(id + "chroot " + quote(root) + " /usr/bin/env -i " + env + " LD_TRACE_LOADED_OBJECTS=1 LD_DEBUG=libs " +
-           quote(p) + " > /dev/null 2> " + quote(real) + " < /dev/null");
+        sh(id + "chroot " + quote(root) + " " + kind.env_program + " -i " + env +
+           " LD_TRACE_LOADED_OBJECTS=1 LD_DEBUG=libs " + quote(p) + " > /dev/null 2> " + quote(real) + " < /dev/null");
         sh(id + "env -i " + env + " PATH=/usr/bin:/bin " + quote(LDSEARCH_PATH) + " --root " + quote(root) +
            " --keep-going " + quote(p) + " > " + quote(mine) + " 2>&1");
         auto a = search_lines(real), b = read_lines(mine);
@@ -133,7 +153,7 @@ void every_program_matches(const std::string& suite, const std::string& env) {
         if (failures.size() <= 3)
             ADD_FAILURE() << p << ":\n" << unified_diff(a, b, suite + " loader", "ldsearch --root");
     }
-    std::printf("[ ROOT     ] %s%s: %zu programs in /usr/bin, %zu identical, %zu different\n", suite.c_str(),
+    std::printf("[ ROOT     ] %s%s: %zu programs, %zu identical, %zu different\n", suite.c_str(),
                 env.empty() ? "" : (", " + env).c_str(), programs.size(), same, failures.size());
     EXPECT_TRUE(failures.empty()) << failures.size() << " programs differ";
 }
@@ -160,3 +180,12 @@ TEST(Roots, every_forky_program_matches_the_glibc_2_43_loader) { every_program_m
 TEST(Roots, every_forky_program_with_library_path_and_dsts_matches_the_glibc_2_43_loader) {
     every_program_matches("forky", kLibraryPath);
 }
+
+// glibc from source, upstream lib64 layout (scripts/glibc-roots.sh).  RHEL 8:
+// 2.28 with 2.33's glibc-hwcaps and the legacy subdirectories both searched.
+TEST(Roots, every_rhel8_glibc_program_matches_its_loader) { every_program_matches("rhel8", kLibraryPath, kGlibc); }
+TEST(Roots, every_rhel9_glibc_program_matches_its_loader) { every_program_matches("rhel9", kLibraryPath, kGlibc); }
+TEST(Roots, every_glibc_2_28_program_matches_its_loader) { every_program_matches("2.28", kLibraryPath, kGlibc); }
+TEST(Roots, every_glibc_2_34_program_matches_its_loader) { every_program_matches("2.34", kLibraryPath, kGlibc); }
+TEST(Roots, every_glibc_2_35_program_matches_its_loader) { every_program_matches("2.35", kLibraryPath, kGlibc); }
+TEST(Roots, every_glibc_2_39_program_matches_its_loader) { every_program_matches("2.39", kLibraryPath, kGlibc); }
