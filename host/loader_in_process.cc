@@ -131,7 +131,10 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     p.secure = secure;
     auto dirs = system_dirs_from_serinfo(*serinfo, p, &why);
     if (!dirs) return fail(why);
-    std::uint64_t searched = getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure);
+    // The legacy hwcap bits the loader matches subdirectories and cache
+    // entries against; from 2.40 it skips every such entry, as no bit does.
+    std::uint64_t searched =
+        release->legacy_cache_entries ? getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure) : 0;
     LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched);
     if (!probe->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
     cfg.dst_lib = probe->dst_lib;

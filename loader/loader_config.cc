@@ -80,6 +80,7 @@ std::optional<GlibcRelease> glibc_release(std::string_view version) {
     r.behaviour.non_directory_ends_list = minor < 39;  // bug 31035
     r.behaviour.explains_candidates = minor >= 43;     // bug 25669
     r.legacy_subdirs = minor < 37;
+    r.legacy_cache_entries = minor < 40;
     return r;
 }
 

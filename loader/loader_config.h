@@ -46,7 +46,8 @@ struct LoaderBehaviour {
 struct GlibcRelease {
     int minor = 0;  // 2.MINOR
     LoaderBehaviour behaviour;
-    bool legacy_subdirs = false;  // legacy hwcap subdirectories searched (removed in 2.37)
+    bool legacy_subdirs = false;        // legacy hwcap subdirectories searched (removed in 2.37)
+    bool legacy_cache_entries = false;  // ld.so.cache entries with legacy hwcap bits used (skipped from 2.40)
 };
 // nullopt for a version outside 2.28 to 2.43, the loaders ldshim is checked
 // against, or not of the form "2.N".
