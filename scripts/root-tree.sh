@@ -54,8 +54,11 @@ mesonbuild=$(/usr/bin/python3 -c 'import mesonbuild, os; print(os.path.dirname(m
 cp -r "$mesonbuild" "$meson/"
 cat >"$meson/meson" <<PY
 #!/usr/bin/python3
-import sys
+import asyncio, sys
 sys.path.insert(0, '/tmp/$name-meson')
+# This meson (1.0) asks asyncio for the current loop, which Python 3.14
+# (forky) no longer makes on demand.
+asyncio.set_event_loop(asyncio.new_event_loop())
 from mesonbuild import mesonmain
 sys.exit(mesonmain.main())
 PY
