@@ -160,7 +160,9 @@ TEST(ElfFacts, fast_reader_agrees_with_libelf_on_system_files) {
         }
         pclose(p);
     }
-    EXPECT_GT(compared, 500u);
+    // A minimal Debian root (scripts/roots.sh) holds a few hundred; any
+    // system holds far more than this.
+    EXPECT_GT(compared, 200u);
     std::printf("[ COMPARED ] %zu ELF files: fast reader == libelf\n", compared);
 }
 
