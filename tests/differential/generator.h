@@ -90,9 +90,10 @@ public:
     // persists.  `budget` bounds the number of runs.
     GenTree shrink(GenTree t, Check which, int budget) const;
     // The resolver's one known limit (docs/fidelity.md) as a counterfactual:
-    // true when what ldshim_dlopen_from gave on `t` is what glibc gives once
-    // each dlopen that loaded asks for the path glibc found, not the name
-    // (so glibc too knows the object only by its path and SONAME).
+    // true when, at the first operation where ldshim_dlopen_from differs from
+    // dlopen on `t`, it gives what glibc gives once each dlopen that loaded
+    // asks for the path glibc found, not the name (so glibc too knows the
+    // object only by its path and SONAME).
     bool resolver_is_glibc_given_paths(const GenTree& t) const;
     bool can_use_cache() const { return can_cache_; }
 
