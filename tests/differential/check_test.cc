@@ -177,5 +177,5 @@ TEST(Check, missing_libraries_match_the_loader_on_the_system) {
         EXPECT_EQ(missing[lib], real) << lib;
         ++libs;
     }
-    EXPECT_GT(libs, 50u);
+    EXPECT_GT(libs, 25u);  // a minimal root (scripts/roots.sh) has about 100 such files
 }

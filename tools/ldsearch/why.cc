@@ -53,9 +53,12 @@ std::string outcome_of(const std::vector<TraceEvent>& events, std::size_t i, std
                        const std::optional<TraceEvent>& result) {
     using K = TraceEvent::Kind;
     const TraceEvent& ev = events[i];
-    if (i + 1 < end && events[i + 1].text == ev.text) {
-        if (events[i + 1].kind == K::rejected) return "rejected: " + events[i + 1].detail;
-        if (events[i + 1].kind == K::missed) return events[i + 1].detail;
+    // glibc 2.43's note on the candidate comes first (a line of the log).
+    std::size_t next = i + 1;
+    while (next < end && events[next].kind == K::candidate_failed) ++next;
+    if (next < end && events[next].text == ev.text) {
+        if (events[next].kind == K::rejected) return "rejected: " + events[next].detail;
+        if (events[next].kind == K::missed) return events[next].detail;
     }
     return result && ev.text == result->text ? "found" : "not usable";
 }
