@@ -50,11 +50,6 @@ std::optional<LoaderRun> run_loader(const std::string& rtld, std::vector<std::st
         if (error) *error = std::string("pipe: ") + std::strerror(errno);
         return std::nullopt;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], fd);
-    posix_spawn_file_actions_addopen(&fa, fd == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
-    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
     args.insert(args.begin(), rtld);
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
@@ -62,8 +57,27 @@ std::optional<LoaderRun> run_loader(const std::string& rtld, std::vector<std::st
     argv.push_back(nullptr);
     envp.push_back(nullptr);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, rtld.c_str(), &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
+    int rc = 0;
+    if (cwd.empty()) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], fd);
+        posix_spawn_file_actions_addopen(&fa, fd == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
+        rc = posix_spawn(&pid, rtld.c_str(), &fa, nullptr, argv.data(), envp.data());
+        posix_spawn_file_actions_destroy(&fa);
+    } else {
+        // posix_spawn_file_actions_addchdir_np is glibc 2.29's: ldsearch
+        // runs on 2.28.  The child makes async-signal-safe calls only.
+        pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (dup2(fds[1], fd) < 0 || null < 0 || dup2(null, fd == 1 ? 2 : 1) < 0 || chdir(cwd.c_str()) != 0)
+                _exit(127);
+            execve(rtld.c_str(), argv.data(), envp.data());
+            _exit(127);
+        }
+        if (pid < 0) rc = errno;
+    }
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);

@@ -5,7 +5,9 @@
 #     ldshim-VERSION-ARCH/lib/libldshim.so.0 (.so.VERSION, .so)  the C API
 #                         lib/libldshim_preload.so   LD_PRELOAD; RUNPATH $ORIGIN
 #                         lib/pkgconfig/ldshim.pc    prefix=${pcfiledir}/../..
-#                         bin/ldsearch               static, libc included
+#                         bin/ldsearch               glibc 2.28+ (not static: a static
+#                                                    glibc 2.31 program crashes when
+#                                                    LD_LIBRARY_PATH holds $ORIGIN)
 #                         include/ldshim.h, ldshim_version.h
 #                         share/man/man1/ldsearch.1
 #                         lib/ldshim/...             what libldshim loads from
