@@ -47,9 +47,19 @@ cd "$(dirname "$0")/.."
 case $name in */* | "" | .*) echo "root-tree: NAME must be a plain name, not '$name'" >&2; exit 2 ;; esac
 
 src=$root/tmp/$name-src meson=$root/tmp/$name-meson
-rm -rf "$src" "$meson"
-mkdir -p "$src" "$meson"
-git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
+rm -rf "$src.new" "$meson"
+mkdir -p "$src.new" "$meson"
+git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src.new"
+# A file whose content changed since the last copy gets the time of now:
+# its own time can be older than the objects the last build made from the
+# copy before (an edit made while that build ran), and ninja would keep them.
+if [ -d "$src" ]; then
+    (cd "$src.new" && find . -type f) | while IFS= read -r f; do
+        cmp -s "$src.new/$f" "$src/$f" || touch "$src.new/$f"
+    done
+fi
+rm -rf "$src"
+mv "$src.new" "$src"
 mesonbuild=$(/usr/bin/python3 -c 'import mesonbuild, os; print(os.path.dirname(mesonbuild.__file__))')
 cp -r "$mesonbuild" "$meson/"
 cat >"$meson/meson" <<PY
