@@ -5,9 +5,10 @@
 #     ldshim-VERSION-ARCH/lib/libldshim.so.0 (.so.VERSION, .so)  the C API
 #                         lib/libldshim_preload.so   LD_PRELOAD; RUNPATH $ORIGIN
 #                         lib/pkgconfig/ldshim.pc    prefix=${pcfiledir}/../..
-#                         bin/ldsearch               glibc 2.28+ (not static: a static
-#                                                    glibc 2.31 program crashes when
-#                                                    LD_LIBRARY_PATH holds $ORIGIN)
+#                         bin/ldsearch               static, linked here against
+#                                                    glibc 2.34+ (bullseye's 2.31
+#                                                    static start crashes on a DST in
+#                                                    LD_LIBRARY_PATH: bug 23462)
 #                         include/ldshim.h, ldshim_version.h
 #                         share/man/man1/ldsearch.1
 #                         lib/ldshim/...             what libldshim loads from
@@ -67,6 +68,8 @@ inputs=$(
     git ls-files -z -co --exclude-standard -- . ':!tests' ':!bench' ':!docs' ':!debian' ':!.ci' |
         sort -z | xargs -0 sha256sum 2>/dev/null
     chroot "$root" sh -c 'g++ --version | head -n 1; ldd --version | head -n 1'
+    g++ --version | head -n 1 # ldsearch is built here
+    getconf GNU_LIBC_VERSION
     echo "cuda $cuda"
     [ "$cuda" = none ] || cat "$cuda/cuda.h" "$cuda/cuda_runtime_api.h"
 )
@@ -107,6 +110,25 @@ start=$(date +%s)
 ./scripts/root-tree.sh --in "$root" sh -c "$script" || fail "the build in the $suite root failed (output above)"
 echo "release: built in $(($(date +%s) - start)) s"
 
+# ---- ldsearch: static, against this machine's glibc --------------------------
+# A static program of glibc before 2.34 crashes in its start-up when
+# LD_LIBRARY_PATH holds a DST such as $ORIGIN (bug 23462), so the shipped
+# ldsearch is the static one linked here (a static program needs no glibc
+# of the system it runs on), not the root's.
+host_glibc=$(getconf GNU_LIBC_VERSION | sed 's/.* //')
+case $host_glibc in
+    2.[0-9] | 2.[0-2][0-9] | 2.3[0-3]) fail "this machine's glibc $host_glibc has bug 23462: build the release on glibc 2.34 or later" ;;
+esac
+hb=/var/tmp/$name-ldsearch-build
+[ -f "$hb/build.ninja" ] || meson setup "$hb" --buildtype=release -Dwerror=false -Dtests=false -Dbench=false \
+    -Dstatic_ldsearch=true -Dcudatoolkit_include=/nonexistent >"$hb.setup.log" 2>&1 ||
+    { tail -n 40 "$hb.setup.log"; fail "meson setup of the static ldsearch failed"; }
+nice -n 10 ninja -C "$hb" -j 2 tools/ldsearch/ldsearch >"$hb.ninja.log" 2>&1 ||
+    { tail -n 40 "$hb.ninja.log"; fail "the static ldsearch did not build"; }
+readelf -dW "$hb/tools/ldsearch/ldsearch" | grep -q 'There is no dynamic section' ||
+    fail "$hb/tools/ldsearch/ldsearch is not static"
+echo "release: ldsearch static, glibc $host_glibc"
+
 # ---- The tarball: what meson installs, less what names the prefix --------
 # Everything installed is shipped (so a file the runtime comes to need, such
 # as the loader probe libldshim finds next to itself in lib/ldshim/, comes
@@ -120,6 +142,8 @@ pkg=$work/$pkgname
 cp -a "$stage" "$pkg"
 for f in $not_shipped; do rm -rf "${pkg:?}/$f"; done
 find "$pkg" -depth -type d -empty -delete
+cp "$hb/tools/ldsearch/ldsearch" "$pkg/bin/ldsearch"
+strip "$pkg/bin/ldsearch"
 for f in bin/ldsearch lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
     lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1; do
     [ -e "$pkg/$f" ] || fail "meson did not install $f"
