@@ -359,8 +359,9 @@ bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
     if (sh(build_script(t, asked.path) + " >/dev/null 2>&1") != 0) return false;
     if (run_program(t, asked.path, "real", driver_ops(t, asked.path, false), false, false) != 0) return false;
     run_program(t, asked.path, "resolver", driver_ops(t, asked.path, true), false, true);
-    auto real = unrooted(read_lines(asked.path + "/.out/real.stdout"), asked.path);
-    GenTree t2 = asked_by_path(t, read_lines(asked.path + "/.out/real.stdout"), asked.path);
+    auto real_out = read_lines(asked.path + "/.out/real.stdout");
+    GenTree t2 = asked_by_path(t, real_out, asked.path);
+    auto real = unrooted(std::move(real_out), asked.path);
     if (sh(build_script(t2, by_path.path) + " >/dev/null 2>&1") != 0) return false;
     run_program(t2, by_path.path, "real", driver_ops(t2, by_path.path, false), false, false);
     auto ldshim = unrooted(read_lines(asked.path + "/.out/resolver.stdout"), asked.path);
