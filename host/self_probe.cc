@@ -1,5 +1,5 @@
 // probe_own_loader(): the probe files are a helper whose DT_RPATH is
-// "$ORIGIN:/ldshim-probe-platform/$PLATFORM:/ldshim-probe-lib/$LIB" and two
+// "$ORIGIN:/ldshim-probe-platform/$PLATFORM:/ldshim-probe-lib/$LIB:/ldshim-probe-end" and two
 // targets it asks glibc for by bare name (host/probe/).  glibc searches the
 // helper's own directory with every subdirectory it tries there, in its
 // order, so the copy it loads says what it tries:
