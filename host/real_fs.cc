@@ -245,9 +245,19 @@ std::optional<std::string> RealFs::realpath(const std::string& path) {
     return out;
 }
 
-RootFs::RootFs(std::string root) : root_(std::move(root)) {
+RootFs::RootFs(std::string root, std::string cwd) : root_(std::move(root)), cwd_(std::move(cwd)) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
     if (root_ == "/") root_.clear();
+}
+
+std::string RootFs::cwd_inside(const std::string& root, const std::string& host_cwd) {
+    RealFs real;
+    auto r = real.realpath(root), c = real.realpath(host_cwd);
+    if (!r || !c) return "/";
+    if (*r == "/") return *c;
+    if (*c == *r) return "/";
+    if (c->starts_with(*r + "/")) return c->substr(r->size());
+    return "/";
 }
 
 std::optional<std::string> RootFs::resolve(const std::string& path, int* error) const {
@@ -267,6 +277,7 @@ std::optional<std::string> RootFs::resolve(const std::string& path, int* error) 
         todo.insert(todo.end(), parts.rbegin(), parts.rend());
     };
     push_reversed(path);
+    if (path[0] != '/') push_reversed(cwd_);  // walked first
     int links = 0;
     while (!todo.empty()) {
         std::string c = std::move(todo.back());

@@ -89,13 +89,18 @@ private:
 // inside `root`, the way the kernel resolves it after chroot(2): symlinks are
 // followed by hand (an absolute target starts again at the root, at most 40
 // links), and ".." at the root stays there, so neither a link nor $ORIGIN/..
-// can reach a file outside.  Relative paths start at the root.
+// can reach a file outside.  Relative paths start at `cwd`, a resolved
+// path inside the root (as after `chroot DIR sh -c 'cd CWD && ...'`).
 class RootFs final : public Fs {
 public:
-    explicit RootFs(std::string root);  // a directory; no trailing slash needed
+    // `root`: a directory, no trailing slash needed.
+    explicit RootFs(std::string root, std::string cwd = "/");
+    // Where a process started from the host directory `host_cwd` would be
+    // inside `root`: its path there when it lies inside, else "/".
+    static std::string cwd_inside(const std::string& root, const std::string& host_cwd);
     OpenResult open(const std::string& path) override;
     StatResult stat(const std::string& path) override;
-    std::string cwd() override { return "/"; }
+    std::string cwd() override { return cwd_; }
     std::optional<std::string> realpath(const std::string& path) override;
     // The host path for a path inside the root, or the errno of resolving it.
     std::optional<std::string> host_path(const std::string& path, int* error) const;
@@ -104,6 +109,7 @@ private:
     // Resolves `path` to a root-relative path ("/a/b"), following symlinks.
     std::optional<std::string> resolve(const std::string& path, int* error) const;
     std::string root_;
+    std::string cwd_;
     RealFs real_;
 };
 

@@ -441,6 +441,19 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
         << read_file(t.abs("emu.out"));
     std::vector<std::string> emu = read_lines(t.abs("emu.out"));
     EXPECT_EQ(real, emu) << unified_diff(real, emu, "loader in chroot", "ldsearch --root");
+    // Started from a directory inside the root, a relative PROGRAM (and every
+    // relative name) starts there, as `chroot R sh -c 'cd /usr && bin/prog'`.
+    ASSERT_EQ(sh("cd " + quote(R + "/usr") + " && " + quote(kLdsearch) + " --root " + quote(R) + " ./bin/prog > " +
+                 quote(t.abs("rel.out")) + " 2>&1"),
+              0)
+        << read_file(t.abs("rel.out"));
+    std::vector<std::string> relative;
+    for (auto l : emu) {
+        if (auto at = l.find("from file /usr/bin/prog)"); at != std::string::npos) l.replace(at + 10, 13, "./bin/prog");
+        relative.push_back(l);
+    }
+    auto rel = read_lines(t.abs("rel.out"));
+    EXPECT_EQ(relative, rel) << unified_diff(relative, rel, "from /", "from /usr, ./bin/prog");
     sh("cd " + quote(R) + " && NO_COLOR=1 " + quote(kLdsearch) + " tree --root " + quote(R) + " /usr/bin/prog > " +
        quote(t.abs("tree.out")) + " 2>&1");
     std::string tree_text = read_file(t.abs("tree.out"));

@@ -103,7 +103,9 @@ Modelling the process:
                          /etc/ld.so.preload and the interpreter are those
                          inside DIR; symlinks, $ORIGIN and ".." are resolved
                          as after chroot(DIR) and never leave it.  Printed
-                         paths are the paths inside DIR
+                         paths are the paths inside DIR.  Relative names
+                         start at the current directory if it lies inside
+                         DIR, else at DIR's /
   --ld-so PATH           the loader whose configuration is used (default:
                          PROGRAM's PT_INTERP)
   --platform NAME        model another $PLATFORM (and legacy platform

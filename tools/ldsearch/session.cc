@@ -79,7 +79,8 @@ int open_fs(const Options& o, Session& s) {
         std::fprintf(stderr, "ldsearch: --root %s: not a directory\n", o.root->c_str());
         return kBadInput;
     }
-    auto r = std::make_unique<RootFs>(*o.root);
+    // Started from a directory inside the root, relative names start there.
+    auto r = std::make_unique<RootFs>(*o.root, RootFs::cwd_inside(*o.root, RealFs().cwd()));
     s.rootfs = r.get();
     s.root = *o.root;
     s.fs = std::move(r);
