@@ -8,6 +8,17 @@
 #                                          unpacked and used as nobody, here
 #                                          and in every Debian and glibc root
 #                                          present
+#   4. tests/docs/modules_test.sh lmod|environment-modules --tarball TARBALL
+#                                          its module files, with Debian's
+#                                          Lmod and Environment Modules
+#                                          (scripts/environment-modules.sh
+#                                          unpacks the latter where needed):
+#                                          the tarball unpacked and moved as
+#                                          nobody, `module load ldshim` puts
+#                                          the moved tree's paths first,
+#                                          unload restores the environment;
+#                                          SKIPPED where a module system is
+#                                          missing
 # Exits 0 when all pass, 1 when one fails, 77 (skipped) when no tarball can
 # be built here (not root, or no bullseye root: scripts/roots.sh).
 #   scripts/release-test.sh [--help] [OUTDIR]   default OUTDIR /var/tmp/ldshim-release
@@ -31,5 +42,11 @@ tarball=$(tail -n 1 "$log")
 status=0
 ./scripts/release-symbols.sh "$tarball" || status=1
 ./scripts/release-relocation.sh "$tarball" || status=1
+./scripts/environment-modules.sh >/dev/null || true # says why not on stderr; the test then says SKIPPED
+for m in lmod environment-modules; do
+    rc=0
+    ./tests/docs/modules_test.sh "$m" --tarball "$tarball" || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+done
 [ "$status" -eq 0 ] && echo "release-test: PASS: $tarball" || echo "release-test: FAIL (above)"
 exit $status

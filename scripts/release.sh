@@ -14,17 +14,22 @@
 #                         lib/ldshim/...             what libldshim loads from
 #                                                    next to itself (the loader
 #                                                    probe), if the build has it
+#                         share/modulefiles/ldshim/VERSION.lua, VERSION
+#                                                    Lmod and Environment Modules
+#                                                    (-Dmodulefiles=relocatable:
+#                                                    they find the prefix from
+#                                                    their own place at load time)
 #                         share/doc/ldshim/README.md, copyright (the MIT licence)
-# Nothing in it names an install prefix: unpack it anywhere.  ldshim-hooks,
-# the module files and the bash completion are left out (the first two have
-# the install prefix written in; the Debian packages and `meson install`
-# carry them).
+# Nothing in it names an install prefix: unpack it anywhere.  ldshim-hooks
+# and the bash completion are left out (the first has the install prefix
+# written in; the Debian packages and `meson install` carry them).
 # Built inside the oldest Debian root (bullseye: glibc 2.31, gcc 10;
 # scripts/roots.sh) by its own compiler, buildtype=release, without tests;
 # libstdc++ and libgcc are linked statically into every binary by
 # meson.build itself, so the tarball needs glibc alone.  What it imports is
 # checked by scripts/release-symbols.sh, its use on each glibc by
-# scripts/release-relocation.sh (scripts/release-test.sh runs all three).
+# scripts/release-relocation.sh, its module files by tests/docs/modules_test.sh
+# --tarball (scripts/release-test.sh runs them all).
 # The build directory stays in the root (/tmp/ldshim-release-build): a later
 # run rebuilds what changed; a tarball whose inputs (the sources it is built
 # from, the root's compiler, the CUDA headers) are unchanged is not rebuilt
@@ -101,7 +106,7 @@ b=/tmp/'$name'-build
 reconfigure=""
 [ -f $b/build.ninja ] && reconfigure=--reconfigure
 /tmp/'$name'-meson/meson setup $reconfigure $b --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
-    -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
+    -Dmodulefiles=relocatable -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
     --datadir=share --mandir=share/man >$b.setup.log 2>&1 || { tail -n 40 $b.setup.log; exit 1; }
 nice -n 10 ninja -C $b -j 2 >$b.ninja.log 2>&1 || { tail -n 60 $b.ninja.log; exit 1; }
 /tmp/'$name'-meson/meson install -C $b --no-rebuild --strip --destdir /tmp/'$name'-stage >$b.install.log 2>&1 ||
@@ -134,7 +139,7 @@ echo "release: ldsearch static, glibc $host_glibc"
 # as the loader probe libldshim finds next to itself in lib/ldshim/, comes
 # with it) but for this list: files with the install prefix written in.
 # Nothing shipped may name the placeholder prefix (checked below).
-not_shipped="bin/ldshim-hooks share/man/man1/ldshim-hooks.1 share/modulefiles share/bash-completion"
+not_shipped="bin/ldshim-hooks share/man/man1/ldshim-hooks.1 share/bash-completion"
 stage=$root/tmp/$name-stage$prefix
 work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -145,7 +150,8 @@ find "$pkg" -depth -type d -empty -delete
 cp "$hb/tools/ldsearch/ldsearch" "$pkg/bin/ldsearch"
 strip "$pkg/bin/ldsearch"
 for f in bin/ldsearch lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
-    lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1; do
+    lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1 \
+    "share/modulefiles/ldshim/$version.lua" "share/modulefiles/ldshim/$version"; do
     [ -e "$pkg/$f" ] || fail "meson did not install $f"
 done
 mkdir -p "$pkg/share/doc/ldshim"
