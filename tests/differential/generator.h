@@ -77,9 +77,19 @@ enum class Check { ldsearch, resolver };
 
 // Objects every tree shares (the driver, the library object, stub libraries
 // that give DT_NEEDED names) live in one directory per process.
+// A generated tree's directory (generator_run.cc).
+struct TreePlace;
+
 class Workshop {
 public:
-    Workshop();
+    // `sysroot`: run every tree under the loader of this root (a glibc built
+    // by scripts/glibc-roots.sh, or any root with a /bin/sh) rather than this
+    // machine's: built here against the root's glibc, run chrooted, and
+    // compared with `ldsearch --root` (without the `--diff` run, which starts
+    // the program itself).  `ldshim_lib`: the libldshim the resolver's runs
+    // use, as the tree's programs see it (default: this build's, and none in
+    // a sysroot: the resolver then does not run).
+    explicit Workshop(std::string sysroot = "", std::string ldshim_lib = "");
     ~Workshop();
     Workshop(const Workshop&) = delete;
     Workshop& operator=(const Workshop&) = delete;
@@ -96,12 +106,15 @@ public:
     // object only by its path and SONAME).
     bool resolver_is_glibc_given_paths(const GenTree& t) const;
     bool can_use_cache() const { return can_cache_; }
+    bool can_run_resolver() const { return !ldshim_lib_.empty(); }
 
 private:
     struct Runs;
     std::string stub(const std::string& soname) const;
-    std::string build_script(const GenTree& t, const std::string& root) const;
-    Runs run_all(const GenTree& t, const std::string& root, bool with_resolver) const;
+    std::string build_script(const GenTree& t, const TreePlace& w) const;
+    Runs run_all(const GenTree& t, const TreePlace& w, bool with_resolver) const;
+    std::string sysroot_;
+    std::string ldshim_lib_;
     std::string dir_;
     bool can_cache_ = false;
     mutable std::mutex stub_mu_;

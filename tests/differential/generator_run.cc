@@ -67,22 +67,31 @@ std::string cpu_env() {
     return s;
 }
 
-// A fresh directory for one tree, removed with it.
-class TreeDir {
-public:
-    TreeDir() {
+}  // namespace
+
+// A fresh directory for one tree, removed with it: `path` as the tree's
+// programs see it, `host` where this process finds it (the same, unless the
+// trees run in a sysroot).
+struct TreePlace {
+    explicit TreePlace(const std::string& root) : sysroot(root) {
         const char* tmp = getenv("TMPDIR");
-        std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-gen-XXXXXX";
-        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path = tmpl;
+        std::string base = sysroot.empty() ? std::string(tmp && *tmp ? tmp : "/tmp") : sysroot + "/tmp";
+        std::string tmpl = base + "/ldshim-gen-XXXXXX";
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed in " + base);
+        host = tmpl;
+        path = host.substr(sysroot.size());
     }
-    ~TreeDir() {
-        if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(path));
+    ~TreePlace() {
+        if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(host));
     }
-    TreeDir(const TreeDir&) = delete;
-    TreeDir& operator=(const TreeDir&) = delete;
-    std::string path;
+    TreePlace(const TreePlace&) = delete;
+    TreePlace& operator=(const TreePlace&) = delete;
+    // A file of the tree, for this process.
+    std::string file(const std::string& rel) const { return host + "/" + rel; }
+    std::string sysroot, host, path;
 };
+
+namespace {
 
 std::string prog_arg(const GenTree& t) { return t.exe.find('/') == std::string::npos ? "./" + t.exe : t.exe; }
 
@@ -94,9 +103,45 @@ std::vector<std::pair<std::string, std::string>> tree_env(const GenTree& t, cons
     return env;
 }
 
-std::string cache_prefix(const GenTree& t, const std::string& root) {
-    if (t.cache_dirs.empty()) return "";
-    return "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec \"$@\"' " + quote(root + "/ld.so.cache");
+// `body` (a shell command) run in the tree's directory by the loader under
+// test, with the tree's private ld.so.cache as /etc/ld.so.cache if it has
+// one.  In a sysroot: chrooted, with a /proc (the loader reads the program's
+// $ORIGIN from /proc/self/exe), in a mount namespace that ends with the run.
+std::string in_tree(const GenTree& t, const TreePlace& w, const std::string& body) {
+    std::string cache = t.cache_dirs.empty() ? "" : w.file("ld.so.cache");
+    std::string inner = "cd " + quote(w.path) + " && exec " + body;
+    if (!w.sysroot.empty())
+        return "unshare -m sh -c 'mount --make-rprivate / && mount -t proc proc \"$0/proc\" && "
+               "{ [ -z \"$1\" ] || mount --bind \"$1\" \"$0/etc/ld.so.cache\"; } && exec chroot \"$0\" /bin/sh -c "
+               "\"$2\"' " +
+               quote(w.sysroot) + " " + quote(cache) + " " + quote(inner);
+    if (cache.empty()) return inner;
+    return "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec sh -c \"$1\"' " + quote(cache) + " " +
+           quote(inner);
+}
+
+// The compiler driver for objects and programs that run on the loader under
+// test: this machine's cc, or that cc against a sysroot's glibc: its headers
+// (--sysroot), and its crt files and libraries (-B, -L: gcc would take this
+// machine's start files, and misses the upstream lib64 layout).
+std::string cc_for(const std::string& sysroot) {
+    if (sysroot.empty()) return "cc";
+    std::string cc = "env -u LIBRARY_PATH cc --sysroot=" + quote(sysroot);
+    for (const char* lib : {"lib64", "lib/x86_64-linux-gnu"}) {
+        std::string usr = sysroot + "/usr/" + lib, top = sysroot + "/" + lib;
+        if (access((usr + "/crt1.o").c_str(), F_OK) != 0) continue;
+        cc += " -B " + quote(usr + "/") + " -L " + quote(usr) + " -L " + quote(top) + " -Wl,-rpath-link," + quote(top);
+        break;
+    }
+    return cc;
+}
+
+// Whether the loader under test keeps dlopen in libdl (glibc before 2.34).
+bool needs_libdl(const std::string& sysroot) {
+    if (sysroot.empty()) return ::strverscmp(gnu_get_libc_version(), "2.34") < 0;
+    for (const char* d : {"/usr/lib64/libdl.so", "/usr/lib/x86_64-linux-gnu/libdl.so"})
+        if (access((sysroot + d).c_str(), F_OK) == 0) return true;
+    return false;
 }
 
 }  // namespace
@@ -110,17 +155,19 @@ struct Workshop::Runs {
     bool ran_resolver = false;
 };
 
-Workshop::Workshop() {
+Workshop::Workshop(std::string sysroot, std::string ldshim_lib)
+    : sysroot_(std::move(sysroot)), ldshim_lib_(ldshim_lib.empty() && sysroot_.empty() ? LDSHIM_LIB_PATH : ldshim_lib) {
+    while (sysroot_.size() > 1 && sysroot_.back() == '/') sysroot_.pop_back();
     const char* tmp = getenv("TMPDIR");
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-genshop-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
-    std::string fx = FIXTURE_DIR;
-    std::string cmd = "cd " + quote(dir_) + " && mkdir stubs && cc -O1 -fPIC -c -o lib.o " + quote(fx + "/gen_lib.c") +
-                      " && cc -O1 -c -o driver.o " + quote(fx + "/gen_driver.c") +
+    std::string fx = FIXTURE_DIR, cc = cc_for(sysroot_);
+    std::string cmd = "cd " + quote(dir_) + " && mkdir stubs && " + cc + " -O1 -fPIC -c -o lib.o " +
+                      quote(fx + "/gen_lib.c") + " && " + cc + " -O1 -c -o driver.o " + quote(fx + "/gen_driver.c") +
                       " && cc -x c -fPIC -c -o empty.o /dev/null";
     if (sh(cmd) != 0) throw std::runtime_error("cannot build the generator's objects: " + cmd);
-    can_cache_ = sh("unshare -m true >/dev/null 2>&1 && test -x /sbin/ldconfig") == 0;
+    can_cache_ = sh("unshare -m true >/dev/null 2>&1 && test -x " + quote(sysroot_ + "/sbin/ldconfig")) == 0;
 }
 
 Workshop::~Workshop() { sh("rm -rf " + quote(dir_)); }
@@ -138,9 +185,11 @@ std::string Workshop::stub(const std::string& soname) const {
 }
 
 // One shell script: directories, files, libraries (ld), the program (cc),
-// and the private cache (ldconfig).
-std::string Workshop::build_script(const GenTree& t, const std::string& root) const {
-    std::string s = "set -e; cd " + quote(root) + "; mkdir -p .out";
+// and the private cache (ldconfig: the sysroot's own, in it).  Every path
+// written into a file is the tree's path as its programs see it.
+std::string Workshop::build_script(const GenTree& t, const TreePlace& w) const {
+    const std::string& root = w.path;
+    std::string s = "set -e; cd " + quote(w.host) + "; mkdir -p .out";
     for (const auto& d : t.dirs) add_word(s, quote(d));
     for (const auto& f : t.files) s += "; echo not-a-directory > " + quote(f);
     for (const auto& [link, target] : t.dir_links) s += "; ln -s " + quote(target) + " " + quote(link);
@@ -167,35 +216,40 @@ std::string Workshop::build_script(const GenTree& t, const std::string& root) co
         for (const auto& n : l.needed) add_word(s, quote(stub(n)));
     }
     if (auto d = dirname_of(t.exe); !d.empty()) s += "; mkdir -p " + quote(d);
-    s += "; cc -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
+    s += "; " + cc_for(sysroot_) + " -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
     for (const auto& n : t.exe_needed) add_word(s, quote(stub(n)));
     s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
     if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";
     // Before glibc 2.34 the driver's dlopen and dlinfo live in libdl.
-    if (::strverscmp(gnu_get_libc_version(), "2.34") < 0) s += " -ldl";
+    if (needs_libdl(sysroot_)) s += " -ldl";
     if (!t.cache_dirs.empty()) {
         s += "; printf '%s\\n'";
         for (const auto& d : t.cache_dirs) add_word(s, quote(root + "/" + d));
-        s += " > ld.so.conf; /sbin/ldconfig -X -C ld.so.cache -f ld.so.conf 2>/dev/null";
+        std::string ldconfig = "/sbin/ldconfig -X -C ld.so.cache -f ld.so.conf";
+        if (!sysroot_.empty())
+            ldconfig = "chroot " + quote(sysroot_) + " /sbin/ldconfig -X -C " + quote(root + "/ld.so.cache") + " -f " +
+                       quote(root + "/ld.so.conf");
+        s += " > ld.so.conf; " + ldconfig + " 2>/dev/null";
     }
     return s;
 }
 
 namespace {
 
-// The program under the real loader: `cd root && [prefix] env -i VARS PROG OPS`.
-// Returns the exit status; the output lands in root/.out/NAME.*.
-int run_program(const GenTree& t, const std::string& root, const std::string& name, const std::vector<std::string>& ops,
-                bool debug, bool resolver) {
-    std::string out = root + "/.out/" + name;
-    std::string cmd = "cd " + quote(root) + " && " + cache_prefix(t, root) + " env -i PATH=/usr/bin:/bin" + cpu_env();
-    for (const auto& [k, v] : tree_env(t, root)) add_word(cmd, quote(k + "=" + v));
-    if (resolver) cmd += " LDSHIM_LIB=" + quote(LDSHIM_LIB_PATH);
+// The program under the real loader: `env -i VARS PROG OPS` in the tree.
+// Returns the exit status; the output lands in .out/NAME.* of the tree.
+// `ldshim_lib`: the libldshim the driver hands its resolver operations to.
+int run_program(const GenTree& t, const TreePlace& w, const std::string& name, const std::vector<std::string>& ops,
+                bool debug, const std::string& ldshim_lib = "") {
+    std::string out = w.path + "/.out/" + name;
+    std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
+    for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
+    if (!ldshim_lib.empty()) cmd += " LDSHIM_LIB=" + quote(ldshim_lib);
     if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(out + ".dbg");
     add_word(cmd, quote(prog_arg(t)));
     for (const auto& o : ops) add_word(cmd, quote(o));
     cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
-    return sh(cmd);
+    return sh(in_tree(t, w, cmd));
 }
 
 std::vector<std::string> debug_search_lines(const std::string& prefix) {
@@ -220,12 +274,15 @@ std::vector<std::string> driver_ops(const GenTree& t, const std::string& root, b
 }
 
 // ldsearch with the operations the program really performed (a "SKIP" line
-// says the caller was not loaded; no line at all, that startup failed).
-int run_ldsearch(const GenTree& t, const std::string& root, const std::vector<std::string>& real_out) {
-    std::string out = root + "/.out/emu";
-    std::string cmd = "cd " + quote(root) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(LDSEARCH_PATH);
+// says the caller was not loaded; no line at all, that startup failed).  In
+// a sysroot, `--root` from the tree's directory inside it.
+int run_ldsearch(const GenTree& t, const TreePlace& w, const std::vector<std::string>& real_out) {
+    const std::string& root = w.path;
+    std::string out = w.file(".out/emu");
+    std::string cmd = "cd " + quote(w.host) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(LDSEARCH_PATH);
+    if (!w.sysroot.empty()) cmd += " --root " + quote(w.sysroot);
     for (const auto& [k, v] : tree_env(t, root)) cmd += " --env " + quote(k + "=" + v);
-    if (!t.cache_dirs.empty()) cmd += " --cache " + quote(root + "/ld.so.cache");
+    if (!t.cache_dirs.empty()) cmd += " --cache " + quote(w.file("ld.so.cache"));
     for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
         if (real_out[i] == "SKIP") continue;
         const GenOp& op = t.ops[i];
@@ -238,15 +295,16 @@ int run_ldsearch(const GenTree& t, const std::string& root, const std::vector<st
 
 // ldsearch --diff on the same run: the program under the real loader once
 // more, every search replayed from the object the loader attributed it to.
-// Returns ldsearch's exit status; its report lands in root/.out/diff.*.
-int run_diff(const GenTree& t, const std::string& root) {
-    std::string out = root + "/.out/diff";
-    std::string cmd = "cd " + quote(root) + " && " + cache_prefix(t, root) + " env -i PATH=/usr/bin:/bin" + cpu_env();
-    for (const auto& [k, v] : tree_env(t, root)) add_word(cmd, quote(k + "=" + v));
+// Returns ldsearch's exit status; its report lands in .out/diff.* of the
+// tree.  (This machine's loader only: --diff starts the program itself.)
+int run_diff(const GenTree& t, const TreePlace& w) {
+    std::string out = w.path + "/.out/diff";
+    std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
+    for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
     cmd += " " + quote(LDSEARCH_PATH) + " --diff -- " + quote(prog_arg(t));
-    for (const auto& o : driver_ops(t, root, false)) add_word(cmd, quote(o));
+    for (const auto& o : driver_ops(t, w.path, false)) add_word(cmd, quote(o));
     cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
-    return sh(cmd);
+    return sh(in_tree(t, w, cmd));
 }
 
 std::string section(const char* what, const std::vector<std::string>& a, const std::vector<std::string>& b,
@@ -257,36 +315,38 @@ std::string section(const char* what, const std::vector<std::string>& a, const s
 
 }  // namespace
 
-Workshop::Runs Workshop::run_all(const GenTree& t, const std::string& root, bool with_resolver) const {
+Workshop::Runs Workshop::run_all(const GenTree& t, const TreePlace& w, bool with_resolver) const {
     Runs r;
-    r.real_status = run_program(t, root, "real", driver_ops(t, root, false), true, false);
-    r.real_search = debug_search_lines(root + "/.out/real.dbg");
-    r.real_out = read_lines(root + "/.out/real.stdout");
-    r.real_err = read_lines(root + "/.out/real.stderr");
-    r.emu_status = run_ldsearch(t, root, r.real_out);
-    for (auto& l : read_lines(root + "/.out/emu.stdout"))
+    r.real_status = run_program(t, w, "real", driver_ops(t, w.path, false), true);
+    r.real_search = debug_search_lines(w.file(".out/real.dbg"));
+    r.real_out = read_lines(w.file(".out/real.stdout"));
+    r.real_err = read_lines(w.file(".out/real.stderr"));
+    r.emu_status = run_ldsearch(t, w, r.real_out);
+    for (auto& l : read_lines(w.file(".out/emu.stdout")))
         (is_search_line(l) ? r.emu_search : r.emu_results).push_back(l);
-    r.emu_err = read_lines(root + "/.out/emu.stderr");
-    r.diff_status = run_diff(t, root);
-    r.diff_out = read_lines(root + "/.out/diff.stdout");
-    for (auto& l : read_lines(root + "/.out/diff.stderr")) r.diff_out.push_back(std::move(l));
-    if (with_resolver && r.real_status == 0) {
+    r.emu_err = read_lines(w.file(".out/emu.stderr"));
+    if (sysroot_.empty()) {
+        r.diff_status = run_diff(t, w);
+        r.diff_out = read_lines(w.file(".out/diff.stdout"));
+        for (auto& l : read_lines(w.file(".out/diff.stderr"))) r.diff_out.push_back(std::move(l));
+    }
+    if (with_resolver && !ldshim_lib_.empty() && r.real_status == 0) {
         r.ran_resolver = true;
-        run_program(t, root, "resolver", driver_ops(t, root, true), false, true);
-        r.resolver_out = read_lines(root + "/.out/resolver.stdout");
+        run_program(t, w, "resolver", driver_ops(t, w.path, true), false, ldshim_lib_);
+        r.resolver_out = read_lines(w.file(".out/resolver.stdout"));
     }
     return r;
 }
 
 Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
-    TreeDir dir;
+    TreePlace dir(sysroot_);
     Verdict v;
-    if (sh(build_script(t, dir.path) + " >" + quote(dir.path + "/build.log") + " 2>&1") != 0) {
+    if (sh(build_script(t, dir) + " >" + quote(dir.file("build.log")) + " 2>&1") != 0) {
         v.broken = true;
-        v.report = "the tree did not build:\n" + read_file(dir.path + "/build.log");
+        v.report = "the tree did not build:\n" + read_file(dir.file("build.log"));
         return v;
     }
-    Runs r = run_all(t, dir.path, with_resolver);
+    Runs r = run_all(t, dir, with_resolver);
     // The real run's results and errors in ldsearch's shape: l_names on
     // stdout, the loader's messages and dlerror texts on stderr.
     std::vector<std::string> real_results, real_errors = r.real_err;
@@ -355,17 +415,17 @@ GenTree asked_by_path(GenTree t, const std::vector<std::string>& real_out, const
 }  // namespace
 
 bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
-    TreeDir asked, by_path;
-    if (sh(build_script(t, asked.path) + " >/dev/null 2>&1") != 0) return false;
-    if (run_program(t, asked.path, "real", driver_ops(t, asked.path, false), false, false) != 0) return false;
-    run_program(t, asked.path, "resolver", driver_ops(t, asked.path, true), false, true);
-    auto real_out = read_lines(asked.path + "/.out/real.stdout");
+    TreePlace asked(sysroot_), by_path(sysroot_);
+    if (sh(build_script(t, asked) + " >/dev/null 2>&1") != 0) return false;
+    if (run_program(t, asked, "real", driver_ops(t, asked.path, false), false) != 0) return false;
+    run_program(t, asked, "resolver", driver_ops(t, asked.path, true), false, ldshim_lib_);
+    auto real_out = read_lines(asked.file(".out/real.stdout"));
     GenTree t2 = asked_by_path(t, real_out, asked.path);
     auto real = unrooted(std::move(real_out), asked.path);
-    if (sh(build_script(t2, by_path.path) + " >/dev/null 2>&1") != 0) return false;
-    run_program(t2, by_path.path, "real", driver_ops(t2, by_path.path, false), false, false);
-    auto ldshim = unrooted(read_lines(asked.path + "/.out/resolver.stdout"), asked.path);
-    auto glibc = unrooted(read_lines(by_path.path + "/.out/real.stdout"), by_path.path);
+    if (sh(build_script(t2, by_path) + " >/dev/null 2>&1") != 0) return false;
+    run_program(t2, by_path, "real", driver_ops(t2, by_path.path, false), false);
+    auto ldshim = unrooted(read_lines(asked.file(".out/resolver.stdout")), asked.path);
+    auto glibc = unrooted(read_lines(by_path.file(".out/real.stdout")), by_path.path);
     // The first operation where ldshim differs from glibc must be one where
     // it does what glibc does when asked by path; after it the two processes
     // hold different objects, and what follows is that difference's wake.

@@ -8,6 +8,10 @@
 //                           differences without failing)
 //   LDSHIM_GEN_SHRINK=K     shrink and print at most K differing trees (default 3)
 //   LDSHIM_GEN_VERBOSE=1    a line for every seed (2: and each differing tree, unshrunk)
+//   LDSHIM_GEN_SYSROOT=DIR  the loader of this root instead of this machine's
+//                           (Workshop: built here, run chrooted; root only)
+//   LDSHIM_GEN_SYSROOT_LIB=PATH  libldshim inside that root, for the resolver's
+//                           runs (without it the resolver does not run there)
 // The last line is the summary: "N trees: K differ".
 #include "generator.h"
 
@@ -23,6 +27,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace ldshim::difftest::gen;
 
@@ -131,9 +137,15 @@ std::string seed_list(std::vector<std::uint64_t> seeds) {
 // which is counted and shown.  LDSHIM_GEN_RESOLVER=report only prints the
 // resolver's differences; =0 skips its run.
 TEST(Generator, random_trees_match_the_loader) {
-    Workshop w;
+    const char* sysroot = std::getenv("LDSHIM_GEN_SYSROOT");
+    const char* sysroot_lib = std::getenv("LDSHIM_GEN_SYSROOT_LIB");
+    if (sysroot && *sysroot) {
+        if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: running " << sysroot << "'s loader needs chroot(2), root only";
+        std::printf("generator: the loader of %s\n", sysroot);
+    }
+    Workshop w(sysroot ? sysroot : "", sysroot_lib ? sysroot_lib : "");
     const char* res_mode = std::getenv("LDSHIM_GEN_RESOLVER");
-    bool resolver = !res_mode || std::string(res_mode) != "0";
+    bool resolver = (!res_mode || std::string(res_mode) != "0") && w.can_run_resolver();
     bool strict = !res_mode || std::string(res_mode) != "report";
     std::vector<std::uint64_t> seeds = seeds_to_run();
     auto t0 = std::chrono::steady_clock::now();
