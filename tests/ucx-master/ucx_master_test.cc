@@ -1,0 +1,183 @@
+// UCX master with and without the series of contrib/ucx/master (built, cached,
+// by scripts/ucx-master.sh; this suite never builds it), on the fifteen
+// Julia-shaped layouts of tests/repro/julia_report.cc, through the "ucm" route
+// of julia_mpi.c: libjulia dlopens master's libucs and libucm (found through
+// LD_LIBRARY_PATH) and asks ucm for VM events in reloc mode, which patches
+// dlopen everywhere; no MPI, no preload.  Each layout, in fresh processes:
+//   glibc          no ucm: the truth
+//   unpatched      UCX master as it is
+//   no-ldshim      master + series, libldshim.so.0 not on the path
+//   ldshim         master + series + libldshim.so.0: must equal glibc
+//   declined       the same with LDSHIM_DISABLE=1 (ldshim_dlopen_try has no
+//                  answer): must equal unpatched
+//   switched-off   UCX_MEM_DLOPEN_LDSHIM=n: must equal unpatched
+// each with UCX defaults and with UCX_MEM_DLOPEN_PROCESS_RPATH=n.
+// Without the cached build every test says SKIPPED and why.
+#include "../repro/julia_report.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+
+using namespace ldshim::difftest;
+using namespace ldshim::difftest::report;
+
+#ifndef UCX_MASTER_SCRIPT
+#error "UCX_MASTER_SCRIPT must name scripts/ucx-master.sh"
+#endif
+#ifndef LDSHIM_LIB_DIR
+#error "LDSHIM_LIB_DIR must name the directory of libldshim.so.0"
+#endif
+
+namespace {
+
+// The cache directory of scripts/ucx-master.sh --check, or "" with the reason.
+struct Build {
+    std::string dir, why;
+};
+const Build& build() {
+    static const Build b = [] {
+        Build r;
+        std::string out;
+        std::unique_ptr<FILE, int (*)(FILE*)> f(popen(UCX_MASTER_SCRIPT " --check 2>&1", "r"), pclose);
+        std::array<char, 4096> buf{};
+        while (f && fgets(buf.data(), buf.size(), f.get())) out += buf.data();
+        int status = f ? pclose(f.release()) : -1;
+        std::string last = out;
+        while (!last.empty() && last.back() == '\n') last.pop_back();
+        last = last.substr(last.find_last_of('\n') == std::string::npos ? 0 : last.find_last_of('\n') + 1);
+        if (status == 0 && !last.empty() && last[0] == '/')
+            r.dir = last;
+        else
+            r.why = out;
+        return r;
+    }();
+    return b;
+}
+
+std::string line(const Capture& x) {
+    return !x.results.empty()  ? x.results[0]
+           : !x.errors.empty() ? "ERROR " + x.errors.back()
+                               : std::string("(no output, exit " + std::to_string(x.status) + ")");
+}
+
+struct Row {
+    std::string where;
+    std::array<bool, 10> same{};  // unpatched, no-ldshim, ldshim, declined, off; defaults then PROCESS_RPATH=n
+    bool as_1_13 = false, as_1_13_norpath = false;
+};
+std::vector<std::pair<std::string, Row>>& table() {
+    static std::vector<std::pair<std::string, Row>> t;
+    return t;
+}
+const char* pf(bool b) { return b ? "PASS" : "FAIL"; }
+
+void run(const Layout& l, Tree& t) {
+    const std::string limit = "timeout 60";
+    const std::string unpatched = build().dir + "/unpatched/lib", patched = build().dir + "/patched/lib";
+    Env layout = layout_env(l, t);
+    auto mode = [&](const std::string& dirs, bool norpath, Env extra = {}) {
+        Env e = mpi_loopback_env();
+        e.emplace_back("UCX_MEM_MMAP_HOOK_MODE", "reloc");
+        e.emplace_back("UCX_MEM_MALLOC_RELOC", "n");
+        std::string ldlp = dirs;
+        for (const auto& [k, v] : layout)
+            if (k == "LD_LIBRARY_PATH")
+                ldlp = v + ":" + dirs;  // the layout's own directories first: they hold no libucm
+            else
+                e.emplace_back(k, v);
+        e.emplace_back("LD_LIBRARY_PATH", ldlp);
+        if (norpath) e.emplace_back("UCX_MEM_DLOPEN_PROCESS_RPATH", "n");
+        e.insert(e.end(), extra.begin(), extra.end());
+        return line(t.real("bin/julia", {l.lib, "ucm"}, e, limit));
+    };
+    const std::string truth = line(t.real("bin/julia", {l.lib, "nompi"}, layout, limit));
+    auto copy = [](const std::string& s) {
+        auto id = s.rfind(" id=");
+        return s.rfind("ERROR ", 0) != 0 && id != std::string::npos ? s.substr(id) : s;
+    };
+    auto ok = [&](const std::string& s) { return l.compare_paths ? s == truth : copy(s) == copy(truth); };
+
+    Row row;
+    row.where = truth;
+    if (row.where.find(t.root()) != std::string::npos) row.where.erase(row.where.find(t.root()), t.root().size());
+    const std::string with = patched + ":" LDSHIM_LIB_DIR;
+    std::array<std::string, 10> got;
+    for (int norpath = 0; norpath < 2; ++norpath) {
+        int i = norpath * 5;
+        got[i] = mode(unpatched, norpath);
+        got[i + 1] = mode(patched, norpath);
+        got[i + 2] = mode(with, norpath);
+        got[i + 3] = mode(with, norpath, {{"LDSHIM_DISABLE", "1"}});
+        got[i + 4] = mode(with, norpath, {{"UCX_MEM_DLOPEN_LDSHIM", "n"}});
+        for (int k = 0; k < 5; ++k) row.same[i + k] = k == 2 ? ok(got[i + k]) : got[i + k] == truth;
+        const char* rp = norpath ? " (PROCESS_RPATH=n)" : "";
+        EXPECT_TRUE(row.same[i + 2]) << l.name << rp << ": patched master + ldshim gave " << got[i + 2] << ", glibc "
+                                     << truth;
+        EXPECT_EQ(got[i + 3], got[i]) << l.name << rp << ": ldshim declining differs from unpatched master";
+        EXPECT_EQ(got[i + 4], got[i]) << l.name << rp << ": UCX_MEM_DLOPEN_LDSHIM=n differs from unpatched master";
+        EXPECT_EQ(got[i + 1], got[i]) << l.name << rp << ": without libldshim the series differs from master";
+    }
+    row.as_1_13 = row.same[0] == l.ucx;
+    row.as_1_13_norpath = row.same[5] == l.ucx_norpath;
+    table().emplace_back(l.name, row);
+    std::printf(
+        "[ CASE     ] %-19s glibc: %-44s unpatched master: %s/%s  patched, no ldshim: %s/%s  "
+        "patched + ldshim: %s/%s  declining: %s/%s  switched off: %s/%s\n",
+        l.name.c_str(), row.where.c_str(), pf(row.same[0]), pf(row.same[5]), pf(row.same[1]), pf(row.same[6]),
+        pf(row.same[2]), pf(row.same[7]), pf(row.same[3]), pf(row.same[8]), pf(row.same[4]), pf(row.same[9]));
+}
+
+class TablePrinter : public ::testing::EmptyTestEventListener {
+    void OnTestProgramEnd(const ::testing::UnitTest&) override {
+        if (table().empty()) return;
+        std::printf(
+            "\n| case | glibc loads | unpatched master | unpatched master PROCESS_RPATH=n | patched, no ldshim | "
+            "patched + ldshim | patched + ldshim PROCESS_RPATH=n | patched, ldshim declining | patched, "
+            "UCX_MEM_DLOPEN_LDSHIM=n | master = 1.13.1 (both settings) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        std::array<int, 7> pass{};
+        for (const auto& [name, r] : table()) {
+            std::array<bool, 7> v{r.same[0], r.same[5], r.same[1], r.same[2], r.same[7], r.same[3], r.same[4]};
+            std::printf("| %s | %s |", name.c_str(), r.where.c_str());
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                pass[i] += v[i];
+                std::printf(" %s |", pf(v[i]));
+            }
+            std::printf(" %s |\n", r.as_1_13 && r.as_1_13_norpath ? "yes" : "**no**");
+        }
+        std::printf("| **same as glibc** | |");
+        for (int p : pass) std::printf(" %d/%zu |", p, table().size());
+        std::printf(" |\n");
+    }
+};
+
+}  // namespace
+
+class UcxMasterLayout : public ::testing::TestWithParam<Layout> {
+protected:
+    void SetUp() override {
+        if (build().dir.empty())
+            GTEST_SKIP() << "SKIPPED: no cached UCX master build (scripts/ucx-master.sh builds it, 272 s on 2 "
+                            "shared cores; this suite does not): "
+                         << build().why;
+    }
+};
+
+TEST_P(UcxMasterLayout, patched_master_with_ldshim_loads_what_glibc_loads) {
+    const Layout& l = GetParam();
+    Tree t;
+    l.build(t);
+    run(l, t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Report, UcxMasterLayout, ::testing::ValuesIn(layouts()), layout_name);
+
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    ::testing::UnitTest::GetInstance()->listeners().Append(new TablePrinter);
+    int rc = RUN_ALL_TESTS();
+    // Nothing ran without the build: say so to meson (77 = skipped).
+    return rc == 0 && build().dir.empty() ? 77 : rc;
+}
