@@ -5,6 +5,7 @@
 // LD_LIBRARY_PATH) and asks ucm for VM events in reloc mode, which patches
 // dlopen everywhere; no MPI, no preload.  Each layout, in fresh processes:
 //   glibc          no ucm: the truth
+//   debian         Debian's libucs/libucm 1.13.1 (when installed), for comparison
 //   unpatched      UCX master as it is
 //   no-ldshim      master + series, libldshim.so.0 not on the path
 //   ldshim         master + series + libldshim.so.0: must equal glibc
@@ -67,6 +68,7 @@ struct Row {
     std::string where;
     std::array<bool, 10> same{};  // unpatched, no-ldshim, ldshim, declined, off; defaults then PROCESS_RPATH=n
     bool as_1_13 = false, as_1_13_norpath = false;
+    std::string debian = "-", debian_norpath = "-";  // Debian's 1.13.1 on the same route, when installed
 };
 std::vector<std::pair<std::string, Row>>& table() {
     static std::vector<std::pair<std::string, Row>> t;
@@ -85,10 +87,10 @@ void run(const Layout& l, Tree& t) {
         std::string ldlp = dirs;
         for (const auto& [k, v] : layout)
             if (k == "LD_LIBRARY_PATH")
-                ldlp = v + ":" + dirs;  // the layout's own directories first: they hold no libucm
+                ldlp = dirs.empty() ? v : v + ":" + dirs;  // the layout's own directories first: no libucm there
             else
                 e.emplace_back(k, v);
-        e.emplace_back("LD_LIBRARY_PATH", ldlp);
+        if (!ldlp.empty()) e.emplace_back("LD_LIBRARY_PATH", ldlp);
         if (norpath) e.emplace_back("UCX_MEM_DLOPEN_PROCESS_RPATH", "n");
         e.insert(e.end(), extra.begin(), extra.end());
         return line(t.real("bin/julia", {l.lib, "ucm"}, e, limit));
@@ -120,6 +122,10 @@ void run(const Layout& l, Tree& t) {
         EXPECT_EQ(got[i + 4], got[i]) << l.name << rp << ": UCX_MEM_DLOPEN_LDSHIM=n differs from unpatched master";
         EXPECT_EQ(got[i + 1], got[i]) << l.name << rp << ": without libldshim the series differs from master";
     }
+    if (sh("test -e /usr/lib/x86_64-linux-gnu/libucm.so.0 -a -e /usr/lib/x86_64-linux-gnu/libucs.so.0") == 0) {
+        row.debian = pf(mode("", false) == truth);
+        row.debian_norpath = pf(mode("", true) == truth);
+    }
     row.as_1_13 = row.same[0] == l.ucx;
     row.as_1_13_norpath = row.same[5] == l.ucx_norpath;
     table().emplace_back(l.name, row);
@@ -134,20 +140,27 @@ class TablePrinter : public ::testing::EmptyTestEventListener {
     void OnTestProgramEnd(const ::testing::UnitTest&) override {
         if (table().empty()) return;
         std::printf(
-            "\n| case | glibc loads | unpatched master | unpatched master PROCESS_RPATH=n | patched, no ldshim | "
+            "\n| case | glibc loads | Debian 1.13.1 | Debian 1.13.1 PROCESS_RPATH=n | unpatched master | unpatched "
+            "master PROCESS_RPATH=n | patched, no ldshim | "
             "patched + ldshim | patched + ldshim PROCESS_RPATH=n | patched, ldshim declining | patched, "
-            "UCX_MEM_DLOPEN_LDSHIM=n | master = 1.13.1 (both settings) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+            "UCX_MEM_DLOPEN_LDSHIM=n | master = 1.13.1 (both settings) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         std::array<int, 7> pass{};
+        int debian = 0, debian_norpath = 0;
         for (const auto& [name, r] : table()) {
             std::array<bool, 7> v{r.same[0], r.same[5], r.same[1], r.same[2], r.same[7], r.same[3], r.same[4]};
-            std::printf("| %s | %s |", name.c_str(), r.where.c_str());
+            std::printf("| %s | %s | %s | %s |", name.c_str(), r.where.c_str(), r.debian.c_str(),
+                        r.debian_norpath.c_str());
+            debian += r.debian == "PASS";
+            debian_norpath += r.debian_norpath == "PASS";
             for (std::size_t i = 0; i < v.size(); ++i) {
                 pass[i] += v[i];
                 std::printf(" %s |", pf(v[i]));
             }
             std::printf(" %s |\n", r.as_1_13 && r.as_1_13_norpath ? "yes" : "**no**");
         }
-        std::printf("| **same as glibc** | |");
+        std::printf("| **same as glibc** | | %d/%zu | %d/%zu |", debian, table().size(), debian_norpath,
+                    table().size());
         for (int p : pass) std::printf(" %d/%zu |", p, table().size());
         std::printf(" |\n");
     }
