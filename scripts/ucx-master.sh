@@ -2,7 +2,8 @@
 # Builds UCX master twice from its tarball -- as it is, and with the series in
 # contrib/ucx/master/ applied -- only libucm, libucs and the ucm part of UCX's
 # gtest, into a cache; then runs, against those builds, with no preload:
-#   - UCX's gtests malloc_hook_dlopen* (patched build): all pass with
+#   - UCX's gtests (patched build): all of the ucm part in bistro and in
+#     reloc mmap mode; malloc_hook_dlopen*: all pass with
 #     libldshim; with UCX_MEM_DLOPEN_LDSHIM=n exactly the ldshim tests that
 #     must fail do; reloc_mode_new_process against the unpatched libucm hangs
 #     and is killed by the test's timeout (60 s);
@@ -213,6 +214,13 @@ LD_LIBRARY_PATH=$ldshim_dir UCX_MEM_DLOPEN_LDSHIM=n gtest_run --gtest_filter='ma
 check "gtest with UCX_MEM_DLOPEN_LDSHIM=n: failed tests" "malloc_hook_dlopen_ldshim.dt_rpath \
 malloc_hook_dlopen_ldshim.exe_caller_runpath malloc_hook_dlopen_ldshim.hwcaps malloc_hook_dlopen_ldshim.origin \
 malloc_hook_dlopen_ldshim.runpath_not_inherited " "$(failed_tests)"
+for m in bistro reloc; do
+    say "gtest, every test of the ucm part (patched, libldshim, UCX_MEM_MMAP_HOOK_MODE=$m):"
+    gtest_log=gtest-all-$m.log
+    LD_LIBRARY_PATH=$ldshim_dir UCX_MEM_MMAP_HOOK_MODE=$m gtest_run
+    check "gtest, every test, $m mode: failed tests" "" "$(failed_tests)"
+    check "gtest, every test, $m mode: summary" "[  PASSED  ] 36 tests." "$(grep '^\[  PASSED' "$work/$gtest_log")"
+done
 say "gtest reloc_mode_new_process with the unpatched libucm (its program has RUNPATH; waits 60 s):"
 gtest_log=gtest-deadlock-unpatched.log
 LD_LIBRARY_PATH=$dir/unpatched/lib gtest_run --gtest_filter='malloc_hook_dlopen.reloc_mode_new_process'
