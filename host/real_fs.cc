@@ -270,10 +270,17 @@ std::optional<std::string> RootFs::resolve(const std::string& path, int* error) 
     constexpr int kMaxLinks = 40;   // the kernel's limit
     std::vector<std::string> done;  // resolved components
     std::vector<std::string> todo;  // components still to walk, in reverse order
+    // "." (and an empty component: "a//b", "a/") stays as "." after a
+    // component, since it asks that component to be a directory.
     auto push_reversed = [&](std::string_view p) {
         std::vector<std::string> parts;
-        for (auto c : split_path(p, "/"))
-            if (!c.empty() && c != ".") parts.emplace_back(c);
+        for (auto c : split_path(p, "/")) {
+            if (c.empty() || c == ".") {
+                if (!parts.empty() && parts.back() != ".") parts.emplace_back(".");
+                continue;
+            }
+            parts.emplace_back(c);
+        }
         todo.insert(todo.end(), parts.rbegin(), parts.rend());
     };
     push_reversed(path);
@@ -282,6 +289,7 @@ std::optional<std::string> RootFs::resolve(const std::string& path, int* error) 
     while (!todo.empty()) {
         std::string c = std::move(todo.back());
         todo.pop_back();
+        if (c == ".") continue;  // its directory was checked when walked
         if (c == "..") {
             if (!done.empty()) done.pop_back();  // at the root, ".." is the root
             continue;
@@ -301,6 +309,12 @@ std::optional<std::string> RootFs::resolve(const std::string& path, int* error) 
             return std::nullopt;
         }
         if (!S_ISLNK(st.st_mode)) {
+            // The kernel's rule: anything after a file that is not a
+            // directory ("file/..", "file/.", "file/") is ENOTDIR.
+            if (!S_ISDIR(st.st_mode) && !todo.empty()) {
+                if (error) *error = ENOTDIR;
+                return std::nullopt;
+            }
             done.push_back(std::move(c));
             continue;
         }

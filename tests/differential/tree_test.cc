@@ -412,7 +412,9 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     t.lib("libE.so", so("libE.so"));
     t.lib("root/lib/x86_64-linux-gnu/libE.so", so("libE.so"));
     t.exe("root/usr/bin/prog", {.needs = {"root/usr/lib/app/libA.so", "root/opt/linked/libL.so", "libE.so"},
-                                .rpath = "$ORIGIN/../lib/app:$ORIGIN/../../..",
+                                // A file on the way ("ld.so.conf/..") is
+                                // ENOTDIR to the kernel, not a step back.
+                                .rpath = "/etc/ld.so.conf/../../opt/linked:$ORIGIN/../lib/app:$ORIGIN/../../..",
                                 .driver = false});
     t.write("root/etc/ld.so.conf", "/opt/cached\n");
     ASSERT_EQ(sh("/sbin/ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
