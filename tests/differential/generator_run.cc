@@ -120,6 +120,12 @@ std::string in_tree(const GenTree& t, const TreePlace& w, const std::string& bod
            quote(inner);
 }
 
+// Redirections for a run, made here (a sysroot need not have /dev): stdin
+// from /dev/null, stdout and stderr to the tree's NAME.stdout, NAME.stderr.
+std::string redirected(const TreePlace& w, const std::string& name) {
+    return " >" + quote(w.file(name + ".stdout")) + " 2>" + quote(w.file(name + ".stderr")) + " </dev/null";
+}
+
 // The compiler driver for objects and programs that run on the loader under
 // test: this machine's cc, or that cc against a sysroot's glibc: its headers
 // (--sysroot), and its crt files and libraries (-B, -L: gcc would take this
@@ -241,15 +247,13 @@ namespace {
 // `ldshim_lib`: the libldshim the driver hands its resolver operations to.
 int run_program(const GenTree& t, const TreePlace& w, const std::string& name, const std::vector<std::string>& ops,
                 bool debug, const std::string& ldshim_lib = "") {
-    std::string out = w.path + "/.out/" + name;
     std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
     for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
     if (!ldshim_lib.empty()) cmd += " LDSHIM_LIB=" + quote(ldshim_lib);
-    if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(out + ".dbg");
+    if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(w.path + "/.out/" + name + ".dbg");
     add_word(cmd, quote(prog_arg(t)));
     for (const auto& o : ops) add_word(cmd, quote(o));
-    cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
-    return sh(in_tree(t, w, cmd));
+    return sh(in_tree(t, w, cmd) + redirected(w, ".out/" + name));
 }
 
 std::vector<std::string> debug_search_lines(const std::string& prefix) {
@@ -298,13 +302,11 @@ int run_ldsearch(const GenTree& t, const TreePlace& w, const std::vector<std::st
 // Returns ldsearch's exit status; its report lands in .out/diff.* of the
 // tree.  (This machine's loader only: --diff starts the program itself.)
 int run_diff(const GenTree& t, const TreePlace& w) {
-    std::string out = w.path + "/.out/diff";
     std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
     for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
     cmd += " " + quote(LDSEARCH_PATH) + " --diff -- " + quote(prog_arg(t));
     for (const auto& o : driver_ops(t, w.path, false)) add_word(cmd, quote(o));
-    cmd += " >" + quote(out + ".stdout") + " 2>" + quote(out + ".stderr") + " </dev/null";
-    return sh(in_tree(t, w, cmd));
+    return sh(in_tree(t, w, cmd) + redirected(w, ".out/diff"));
 }
 
 std::string section(const char* what, const std::vector<std::string>& a, const std::vector<std::string>& b,
