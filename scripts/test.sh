@@ -14,6 +14,9 @@
 #   normal user               the meson suites again, release build, not root
 #   glibc 2.31 runtime        libldshim and its in-process suites built and run
 #                             inside the bullseye root (scripts/root-resolver.sh)
+#   glibc roots generator     random trees under each glibc root's loader
+#                             (scripts/glibc-root-generator.sh; SKIPPED
+#                             where no root was built)
 #   release tarball           built in the bullseye root, imports checked
 #                             (GLIBC_2.28 at most), unpacked and used as nobody
 #                             here and in every root (scripts/release-test.sh)
@@ -58,6 +61,11 @@ rm -f build/meson-logs/unprivileged.junit.xml
 check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
 check "The runtime built and tested inside the bullseye root (glibc 2.31, gcc 10)" ./scripts/root-resolver.sh bullseye
 check "Release tarball: built in bullseye, GLIBC_2.28 at most, relocated and used on every glibc" ./scripts/release-test.sh
+# The generator against each glibc root built from source (none in a CI run
+# on a fresh machine: SKIPPED); scripts/glibc-root-generator.sh --seeds 1000
+# for the full figures.
+check "The random-tree generator in every glibc root built here: 100 trees each" \
+    ./scripts/glibc-root-generator.sh --seeds 100
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 
