@@ -20,6 +20,14 @@ root=${LDSHIM_ROOTS_DIR:-/var/cache/ldshim/roots}/$suite
 # This working tree (uncommitted changes included), and the host's meson.
 ./scripts/root-tree.sh "$root" ldshim
 
+# The generator tests the ldsearch the release tarball ships: the static
+# one linked here (one linked on glibc before 2.34 crashes at start with a
+# DST in its own LD_LIBRARY_PATH, which the generator's --diff runs have).
+if [ -x build/tools/ldsearch/ldsearch ] && file -L build/tools/ldsearch/ldsearch | grep -q 'statically linked'; then
+    cp build/tools/ldsearch/ldsearch "$root/tmp/ldshim-host-ldsearch"
+    export LDSHIM_GEN_LDSEARCH=/tmp/ldshim-host-ldsearch
+fi
+
 # Configure once (the build directory stays in the root), build, run the
 # suites with a /proc of their own.
 echo "root-resolver: $suite: $(chroot "$root" g++ --version | head -n 1), glibc $(chroot "$root" ldd --version | head -n 1 | sed 's/.* //')"

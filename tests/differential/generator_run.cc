@@ -120,6 +120,15 @@ std::string in_tree(const GenTree& t, const TreePlace& w, const std::string& bod
            quote(inner);
 }
 
+// The ldsearch under test: this build's, or LDSHIM_GEN_LDSEARCH (in a
+// Debian root, the static one linked on this machine, as the release
+// tarball ships it: one linked on glibc before 2.34 crashes at start with a
+// DST in its own LD_LIBRARY_PATH, glibc bug 23462).
+std::string ldsearch() {
+    const char* other = getenv("LDSHIM_GEN_LDSEARCH");
+    return other && *other ? other : LDSEARCH_PATH;
+}
+
 // Redirections for a run, made here (a sysroot need not have /dev): stdin
 // from /dev/null, stdout and stderr to the tree's NAME.stdout, NAME.stderr.
 std::string redirected(const TreePlace& w, const std::string& name) {
@@ -283,7 +292,7 @@ std::vector<std::string> driver_ops(const GenTree& t, const std::string& root, b
 int run_ldsearch(const GenTree& t, const TreePlace& w, const std::vector<std::string>& real_out) {
     const std::string& root = w.path;
     std::string out = w.file(".out/emu");
-    std::string cmd = "cd " + quote(w.host) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(LDSEARCH_PATH);
+    std::string cmd = "cd " + quote(w.host) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(ldsearch());
     if (!w.sysroot.empty()) cmd += " --root " + quote(w.sysroot);
     for (const auto& [k, v] : tree_env(t, root)) cmd += " --env " + quote(k + "=" + v);
     if (!t.cache_dirs.empty()) cmd += " --cache " + quote(w.file("ld.so.cache"));
@@ -304,7 +313,7 @@ int run_ldsearch(const GenTree& t, const TreePlace& w, const std::vector<std::st
 int run_diff(const GenTree& t, const TreePlace& w) {
     std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
     for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
-    cmd += " " + quote(LDSEARCH_PATH) + " --diff -- " + quote(prog_arg(t));
+    cmd += " " + quote(ldsearch()) + " --diff -- " + quote(prog_arg(t));
     for (const auto& o : driver_ops(t, w.path, false)) add_word(cmd, quote(o));
     return sh(in_tree(t, w, cmd) + redirected(w, ".out/diff"));
 }

@@ -12,6 +12,7 @@
 //                           (Workshop: built here, run chrooted; root only)
 //   LDSHIM_GEN_SYSROOT_LIB=PATH  libldshim inside that root, for the resolver's
 //                           runs (without it the resolver does not run there)
+//   LDSHIM_GEN_LDSEARCH=PATH  another ldsearch binary to test
 // The last line is the summary: "N trees: K differ".
 #include "generator.h"
 
