@@ -172,7 +172,7 @@ class UcxMasterLayout : public ::testing::TestWithParam<Layout> {
 protected:
     void SetUp() override {
         if (build().dir.empty())
-            GTEST_SKIP() << "SKIPPED: no cached UCX master build (scripts/ucx-master.sh builds it, 233-286 s cold on 2 "
+            GTEST_SKIP() << "SKIPPED: no cached UCX master build (scripts/ucx-master.sh builds it, 233-306 s cold on 2 "
                             "shared cores; this suite does not): "
                          << build().why;
     }
