@@ -49,6 +49,20 @@ link_map* rtld_link_map() {
     return static_cast<link_map*>(extra);
 }
 
+// Whether this process's loader refuses position-independent executables:
+// its mapped, readable segments hold the message it refuses them with (read
+// in memory, no file opened).
+bool own_loader_refuses_pie(std::uintptr_t base) {
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(base + eh->e_phoff);
+    for (std::size_t i = 0; i < eh->e_phnum; ++i) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R)) continue;
+        std::string_view bytes(reinterpret_cast<const char*>(base + ph[i].p_vaddr), ph[i].p_filesz);
+        if (loader_refuses_pie(bytes)) return true;
+    }
+    return false;
+}
+
 // The main program's dynamic section, in memory (the first object
 // dl_iterate_phdr reports).  Read after the walk: nothing may allocate inside
 // it, and the main program is never unloaded.
@@ -139,6 +153,7 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (!probe->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
     cfg.dst_lib = probe->dst_lib;
     cfg.behaviour = release->behaviour;
+    cfg.behaviour.refuses_pie = own_loader_refuses_pie(getauxval(AT_BASE));
     if (rtld->l_name && *rtld->l_name) cfg.rtld_path = rtld->l_name;
     return cfg;
 }

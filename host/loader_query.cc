@@ -147,6 +147,12 @@ std::optional<LoaderConfig> config_of(const std::string& rtld, const Answers& a,
         return std::nullopt;
     }
     cfg->rtld_path = rtld;
+    // No probe shows the PIE refusal without a PIE to preload; the loader's
+    // own file says whether it has it.
+    if (auto file = RealFs().open(rtld); file.image) {
+        auto b = file.image->bytes();
+        cfg->behaviour.refuses_pie = loader::loader_refuses_pie({reinterpret_cast<const char*>(b.data()), b.size()});
+    }
     return cfg;
 }
 

@@ -20,10 +20,10 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 // Why the loader will not map an object it found, or nullptr.
-const char* refusal_of(const ObjectFacts& f) {
+const char* refusal_of(const ObjectFacts& f, const LoaderBehaviour& b) {
     if (f.type != ET_DYN) return "cannot dynamically load executable";
     if (!f.has_dynamic) return "object file has no dynamic section";
-    if (f.flags_1 & kDf1Pie) return "cannot dynamically load position-independent executable";
+    if ((f.flags_1 & kDf1Pie) && b.refuses_pie) return "cannot dynamically load position-independent executable";
     return nullptr;
 }
 
@@ -530,7 +530,7 @@ MapOutcome Engine::admit(int loader, const Request& req, unsigned ns, OpenOutcom
     }
     if (req.mode & kModeNoload) return out;
     auto facts = read_facts(*found.image);
-    const char* refusal = facts.ok ? refusal_of(facts.facts) : nullptr;
+    const char* refusal = facts.ok ? refusal_of(facts.facts, cfg_.behaviour) : nullptr;
     if (!facts.ok || refusal) {
         out.error = LoadError{name, facts.ok ? refusal : facts.error, 0};
         return out;

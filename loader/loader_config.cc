@@ -79,9 +79,14 @@ std::optional<GlibcRelease> glibc_release(std::string_view version) {
     r.behaviour.root_dir_stat_bug = minor < 38;        // bug 30435
     r.behaviour.non_directory_ends_list = minor < 39;  // bug 31035
     r.behaviour.explains_candidates = minor >= 43;     // bug 25669
+    r.behaviour.refuses_pie = minor >= 30;             // bug 24323
     r.legacy_subdirs = minor < 37;
     r.legacy_cache_entries = minor < 40;
     return r;
+}
+
+bool loader_refuses_pie(std::string_view image) {
+    return image.find("cannot dynamically load position-independent executable") != std::string_view::npos;
 }
 
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,

@@ -35,6 +35,10 @@ struct LoaderBehaviour {
     // not use failed, on a line of its own after it: "    (no such file)",
     // "    (incompatible ELF class)", and so on.
     bool explains_candidates = false;
+    // From 2.30 (bug 24323; RHEL 8's 2.28 carries the fix) dlopen and
+    // LD_PRELOAD refuse a position-independent executable; before, they map
+    // it like any shared object.
+    bool refuses_pie = true;
 
     bool operator==(const LoaderBehaviour&) const = default;
 };
@@ -52,6 +56,12 @@ struct GlibcRelease {
 // nullopt for a version outside 2.28 to 2.43, the loaders ldshim is checked
 // against, or not of the form "2.N".
 std::optional<GlibcRelease> glibc_release(std::string_view version);
+
+// Whether a loader whose readable bytes (its file, or its mapped segments)
+// contain `image` refuses position-independent executables: the message it
+// refuses them with is there exactly when the check is (any release,
+// whatever a distribution backported).
+bool loader_refuses_pie(std::string_view image);
 
 struct LoaderConfig {
     LoaderBehaviour behaviour;

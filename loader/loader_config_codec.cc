@@ -11,7 +11,7 @@ namespace {
 
 // Bump with any change of the fields or their order: an older file then
 // fails to decode instead of decoding wrong.
-constexpr std::string_view kHead = "ldshim loader config v1\n";
+constexpr std::string_view kHead = "ldshim loader config v2\n";
 
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // A new field changes the size: store it below, and bump kHead.
@@ -128,6 +128,7 @@ std::string encode_config(const LoaderConfig& cfg) {
     put_number(out, "root_dir_stat_bug", cfg.behaviour.root_dir_stat_bug);
     put_number(out, "non_directory_ends_list", cfg.behaviour.non_directory_ends_list);
     put_number(out, "explains_candidates", cfg.behaviour.explains_candidates);
+    put_number(out, "refuses_pie", cfg.behaviour.refuses_pie);
     put(out, "rtld_path", cfg.rtld_path);
     put_list(out, "system_dirs", cfg.system_dirs);
     put_list(out, "subdirs", cfg.subdirs);
@@ -149,6 +150,7 @@ std::optional<LoaderConfig> decode_config(std::string_view bytes) {
     cfg.behaviour.root_dir_stat_bug = in.flag("root_dir_stat_bug");
     cfg.behaviour.non_directory_ends_list = in.flag("non_directory_ends_list");
     cfg.behaviour.explains_candidates = in.flag("explains_candidates");
+    cfg.behaviour.refuses_pie = in.flag("refuses_pie");
     cfg.rtld_path = in.text("rtld_path");
     cfg.system_dirs = in.list("system_dirs");
     cfg.subdirs = in.list("subdirs");

@@ -14,6 +14,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 using namespace ldshim::loader;
@@ -498,6 +500,22 @@ std::string self_exe() {
 
 }  // namespace
 
+// The PIE refusal: read from the loader's mapped segments in process, from
+// its file by ldsearch, and on a Debian release both say what its version
+// says (RHEL 8's 2.28 is the release that differs: the generator runs there).
+TEST(InProcessConfig, the_pie_refusal_is_what_the_loader_itself_holds) {
+    setenv("LDSHIM_PROBE_DIR", PROBE_DIR, 1);  // ldshim is linked in statically here
+    std::string err;
+    auto cfg = derive_in_process(&err);
+    ASSERT_TRUE(cfg) << err;
+    std::ifstream in(cfg->rtld_path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 4096u) << cfg->rtld_path;
+    EXPECT_EQ(cfg->behaviour.refuses_pie, loader_refuses_pie(bytes));
+    EXPECT_EQ(cfg->behaviour.refuses_pie, glibc_release(gnu_get_libc_version())->behaviour.refuses_pie);
+    EXPECT_FALSE(loader_refuses_pie("cannot dynamically load executable"));
+}
+
 // Run only as a child of the test below (it reads the child's own loader).
 TEST(InProcessConfigChild, DISABLED_print_derived_config) {
     std::string err;
@@ -594,6 +612,8 @@ TEST(GlibcRelease, each_rule_is_the_one_of_the_release_that_changed_it) {
     EXPECT_FALSE(r239->behaviour.non_directory_ends_list);
     EXPECT_FALSE(r239->behaviour.explains_candidates);
     EXPECT_TRUE(r243->behaviour.explains_candidates);
+    EXPECT_TRUE(r228->behaviour.refuses_pie == false && glibc_release("2.29")->behaviour.refuses_pie == false);
+    EXPECT_TRUE(glibc_release("2.30")->behaviour.refuses_pie);
     EXPECT_TRUE(glibc_release("2.39")->legacy_cache_entries);
     EXPECT_FALSE(glibc_release("2.40")->legacy_cache_entries);
     for (const char* v : {"2.27", "2.44", "2.36.1", "3.0", "2.", "2.x", "", "2.036x"})

@@ -280,6 +280,23 @@ TEST(Engine, rtld_noload_miss_is_null_without_error) {
 // glibc 2.43 says why each candidate failed, on a line of its own after it:
 // a file that is not there, one of the other class, one for another machine
 // (all three skipped), and also a path opened without a search.
+// glibc 2.30 (bug 24323) refuses a PIE in dlopen; 2.28 and 2.29 map it.
+TEST(Engine, a_pie_is_refused_from_2_30_and_mapped_like_a_library_before) {
+    for (bool refuses : {true, false}) {
+        World w;
+        w.cfg.behaviour.refuses_pie = refuses;
+        w.lib("/p/libpie.so", {.flags_1 = 0x08000000});
+        w.prog({.needed = {"libc.so.6"}});
+        ASSERT_TRUE(w.start().ok);
+        MapOutcome m = w.dlopen("/p/libpie.so");
+        EXPECT_EQ(w.loaded(m), refuses ? "" : "/p/libpie.so") << refuses;
+        if (refuses) {
+            ASSERT_TRUE(m.error) << refuses;
+            EXPECT_EQ(m.error->errstring, "cannot dynamically load position-independent executable");
+        }
+    }
+}
+
 TEST(Engine, a_loader_that_explains_candidates_gets_a_note_after_each_failed_one) {
     World w;
     w.cfg.behaviour.explains_candidates = true;
