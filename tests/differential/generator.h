@@ -66,6 +66,7 @@ std::string describe(const GenTree& t);
 struct Verdict {
     bool broken = false;   // the tree could not be built or run (an error in the generator)
     bool started = false;  // the program got past startup under the real loader
+    bool crashed = false;  // ... and then died of a signal (compared up to there)
     std::string report;    // ldsearch against the loader, as unified diffs ("" = the same)
     std::string resolver;  // ldshim_dlopen_from against dlopen ("" = the same)
     bool differs() const { return !report.empty(); }

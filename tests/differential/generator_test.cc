@@ -64,7 +64,7 @@ struct Tally {
     std::mutex mu;
     std::vector<std::uint64_t> differ, resolver_differ, resolver_known, broken;
     std::vector<std::string> broken_reports;
-    std::size_t started = 0;
+    std::size_t started = 0, crashed = 0;
 };
 
 // Runs every seed on `jobs` threads; each tree lives in its own directory.
@@ -79,6 +79,7 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
             bool known = v.resolver_differs() && w.resolver_is_glibc_given_paths(t);
             std::lock_guard<std::mutex> lock(tally.mu);
             tally.started += v.started;
+            tally.crashed += v.crashed;
             if (v.broken) {
                 tally.broken.push_back(seeds[i]);
                 tally.broken_reports.push_back(describe(t) + v.report);
@@ -171,9 +172,11 @@ TEST(Generator, random_trees_match_the_loader) {
     if (!tally.resolver_differ.empty())
         std::printf("the resolver differs on seeds:%s\n", seed_list(tally.resolver_differ).c_str());
     std::printf(
-        "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken); "
+        "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken%s); "
         "resolver: %s; %.1f s, %.0f trees/minute%s\n",
         seeds.size(), tally.differ.size(), tally.started, tally.broken.size(),
+        tally.crashed ? ("; " + std::to_string(tally.crashed) + " died of a signal, searches compared").c_str()
+                      : "",
         resolver ? (std::to_string(tally.resolver_differ.size()) + " differ, " +
                     std::to_string(tally.resolver_known.size()) + " known limit")
                        .c_str()
