@@ -13,9 +13,10 @@
 #                 LD_DEBUG=libs
 #   cases.sh repair PRELOAD DIR
 #                 the Julia + UCX report in miniature (repair.c), built in DIR:
-#                 a ucm-like GOT-patching dlopen interposer makes the search
-#                 fail, LD_PRELOAD=PRELOAD repairs it (LDSHIM_DEBUG=1's lines
-#                 are printed, indented, either way)
+#                 a ucm-like GOT-patching dlopen interposer, then a preloaded
+#                 dlsym(RTLD_NEXT) wrapper, each makes the search fail (both
+#                 asserted); LD_PRELOAD=PRELOAD (after the wrapper) repairs
+#                 both (LDSHIM_DEBUG=1's lines are printed, indented)
 # Needs cc; consumer also pkg-config.  Scratch files go to the current
 # directory (consumer, ldsearch) or DIR (repair).
 # For a system without a compiler (scripts/glibc-roots.sh's roots), the
@@ -86,6 +87,7 @@ repair)
         # shellcheck disable=SC2016
         $CC -O0 -DPART_PROG -o "$c/bin/prog" "$s" -L"$c/lib" -lhost -Wl,--no-as-needed -l:libucm.so.0 \
             -Wl,-rpath,'$ORIGIN/../lib' $LIBDL
+        $CC -O0 -fPIC -shared -DPART_WRAP -o "$c/lib/libwrap.so" "$s" $LIBDL
     }
     want="prog: loaded $c/bin/../lib/sub/libplug.so, plug_answer() = 42"
     # shellcheck disable=SC2086
@@ -114,6 +116,21 @@ repair)
         fail "libucm's ucm_dlopen was bypassed or got another path: $out"
     grep -F "ldshim: dlopen(\"libplug.so\") from $c/bin/../lib/libhost.so" "$c/debug.err" | grep -q "found via RPATH" ||
         fail "LDSHIM_DEBUG does not show the search from libhost via RPATH"
+
+    # The second interposer: a dlsym(RTLD_NEXT) wrapper in front, ldshim after it.
+    # shellcheck disable=SC2086
+    if out=$($RUN env UCM_LIKE_OFF=1 LD_PRELOAD="$c/lib/libwrap.so" "$c/bin/prog"); then
+        fail "the RTLD_NEXT wrapper does not reproduce the bug: $out"
+    fi
+    echo "RTLD_NEXT wrapper:   $(echo "$out" | tail -n 1)"
+    rc=0
+    # shellcheck disable=SC2086
+    out=$($RUN env UCM_LIKE_OFF=1 LD_PRELOAD="$c/lib/libwrap.so $preload" "$c/bin/prog") || rc=$?
+    echo "wrapper + ldshim:    $(echo "$out" | tail -n 1)"
+    if [ "$rc" -ne 0 ] || [ "$(echo "$out" | tail -n 1)" != "$want" ]; then
+        fail "behind the RTLD_NEXT wrapper libplug.so is still not found: $out"
+    fi
+    echo "repair: 2 of 2 interposers repaired (ucm-like GOT patcher, RTLD_NEXT wrapper)"
     ;;
 
 *)

@@ -9,6 +9,9 @@
  *                      its own code -- so glibc searches from libucm, whose
  *                      search never sees $ORIGIN/sub
  *   bin/prog           links both, loads libplug.so through libhost
+ *   lib/libwrap.so     a dlsym(RTLD_NEXT) wrapper, preloaded (a tracer's or a
+ *                      path translator's dlopen): the call glibc sees comes
+ *                      from libwrap, whose search has no $ORIGIN/sub either
  * Without ldshim prog fails; with LD_PRELOAD=libldshim_preload.so the slots
  * get the preload's ucm_dlopen (the address is taken through a symbolic
  * relocation), which resolves from the real caller and hands libucm's
@@ -70,6 +73,17 @@ int main(void) {
     return answer() == 42 ? 0 : 1;
 }
 
+#elif defined(PART_WRAP)
+static void* (*next_dlopen)(const char*, int);
+static int calls;
+
+void* dlopen(const char* file, int mode) {
+    if (!next_dlopen) next_dlopen = (void* (*)(const char*, int))dlsym(RTLD_NEXT, "dlopen");
+    void* h = next_dlopen(file, mode);
+    ++calls; /* work after the call: never a tail call */
+    return h;
+}
+
 #else
-#error "build with one of -DPART_PLUG, -DPART_HOST, -DPART_UCM, -DPART_PROG"
+#error "build with one of -DPART_PLUG, -DPART_HOST, -DPART_UCM, -DPART_PROG, -DPART_WRAP"
 #endif
