@@ -15,8 +15,10 @@
 #                 the Julia + UCX report in miniature (repair.c), built in DIR:
 #                 a ucm-like GOT-patching dlopen interposer, then a preloaded
 #                 dlsym(RTLD_NEXT) wrapper, each makes the search fail (both
-#                 asserted); LD_PRELOAD=PRELOAD (after the wrapper) repairs
-#                 both (LDSHIM_DEBUG=1's lines are printed, indented)
+#                 asserted), and AddressSanitizer's runtime in front where
+#                 CC has one and the case runs where it is built;
+#                 LD_PRELOAD=PRELOAD (after them) repairs each
+#                 (LDSHIM_DEBUG=1's lines are printed, indented)
 # Needs cc; consumer also pkg-config.  Scratch files go to the current
 # directory (consumer, ldsearch) or DIR (repair).
 # For a system without a compiler (scripts/glibc-roots.sh's roots), the
@@ -130,7 +132,30 @@ repair)
     if [ "$rc" -ne 0 ] || [ "$(echo "$out" | tail -n 1)" != "$want" ]; then
         fail "behind the RTLD_NEXT wrapper libplug.so is still not found: $out"
     fi
-    echo "repair: 2 of 2 interposers repaired (ucm-like GOT patcher, RTLD_NEXT wrapper)"
+    cases="ucm-like GOT patcher, RTLD_NEXT wrapper" n=2
+
+    # The third, where this system's compiler has one and the case runs
+    # where it was built: AddressSanitizer's runtime preloaded in front (its
+    # dlopen interceptor calls glibc from libasan), ldshim after it.
+    asan=""
+    if [ -z "${RUN:-}" ]; then asan=$($CC -print-file-name=libasan.so 2>/dev/null || true); fi
+    case $asan in
+    /*)
+        asan=$(readlink -f "$asan")
+        if out=$(ASAN_OPTIONS=detect_leaks=0 UCM_LIKE_OFF=1 LD_PRELOAD="$asan" "$c/bin/prog" 2>&1); then
+            fail "the ASan runtime in front does not reproduce the bug: $out"
+        fi
+        echo "ASan runtime:        $(echo "$out" | tail -n 1)"
+        rc=0
+        out=$(ASAN_OPTIONS=detect_leaks=0 UCM_LIKE_OFF=1 LD_PRELOAD="$asan $preload" "$c/bin/prog" 2>&1) || rc=$?
+        echo "ASan + ldshim:       $(echo "$out" | tail -n 1)"
+        if [ "$rc" -ne 0 ] || [ "$(echo "$out" | tail -n 1)" != "$want" ]; then
+            fail "behind the ASan runtime libplug.so is still not found: $out"
+        fi
+        cases="$cases, ASan runtime" n=3
+        ;;
+    esac
+    echo "repair: $n of $n interposers repaired ($cases)"
     ;;
 
 *)
