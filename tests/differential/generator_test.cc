@@ -175,8 +175,7 @@ TEST(Generator, random_trees_match_the_loader) {
         "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken%s); "
         "resolver: %s; %.1f s, %.0f trees/minute%s\n",
         seeds.size(), tally.differ.size(), tally.started, tally.broken.size(),
-        tally.crashed ? ("; " + std::to_string(tally.crashed) + " died of a signal, searches compared").c_str()
-                      : "",
+        tally.crashed ? ("; " + std::to_string(tally.crashed) + " died of a signal, searches compared").c_str() : "",
         resolver ? (std::to_string(tally.resolver_differ.size()) + " differ, " +
                     std::to_string(tally.resolver_known.size()) + " known limit")
                        .c_str()
