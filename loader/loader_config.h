@@ -46,7 +46,9 @@ struct LoaderBehaviour {
 // What only the version of a glibc release tells (shared/reference/
 // glibc-versions.md T2a, T4, T6): each rule from the upstream release that
 // changed it; no distribution is known to have moved one (RHEL 8 and 9 carry
-// neither bug fix, SLES 15 SP6's 2.38 the first only, as upstream).
+// neither bug fix, SLES 15 SP6's 2.38 the first only, as upstream).  The PIE
+// refusal is here as upstream has it, but RHEL 8 moved it: every user reads
+// it from the loader instead (loader_refuses_pie).
 struct GlibcRelease {
     int minor = 0;  // 2.MINOR
     LoaderBehaviour behaviour;
