@@ -81,6 +81,7 @@ if [ -n "$check_only" ]; then
 fi
 
 mkdir -p "$cache" 2>/dev/null || skip "cannot create $cache"
+[ -w "$cache" ] || skip "cannot write $cache (a build needs the user who made it, or root)"
 # One builder at a time (tests may call this concurrently); the others wait
 # and then find the result cached.
 exec 9>"$cache/lock"
