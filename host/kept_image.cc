@@ -5,6 +5,7 @@
 #include "loader/elf_facts.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -73,7 +74,7 @@ public:
         id_ = real.id();
         mode_ = real.mode();
         read_errno_ = real.read_errno();
-        if (real.fd() >= 0) {
+        if (S_ISREG(real.mode())) {  // its ranges are readable (read_at)
             RecordingImage rec(real);
             (void)read_facts(rec);
             kept_ = std::move(rec.ranges);

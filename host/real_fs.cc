@@ -48,7 +48,7 @@ public:
     }
     ~FdImage() override {
         if (map_) ::munmap(map_, map_size_);
-        ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);
     }
     FdImage(const FdImage&) = delete;
     FdImage& operator=(const FdImage&) = delete;
@@ -59,6 +59,12 @@ public:
         if (off > size_ || len > size_ - off) return false;
         if (off + len <= head_.size()) {  // already read with the header
             std::memcpy(out, head_.data() + off, len);
+            return true;
+        }
+        if (all_read_) {  // read or mapped whole, the descriptor closed
+            auto all = bytes();
+            if (off > all.size() || len > all.size() - off) return false;
+            std::memcpy(out, all.data() + off, len);
             return true;
         }
         return regular_ && pread_exactly(fd_, off, len, out);
@@ -75,6 +81,7 @@ public:
                 all_read_ = true;
                 map_ = p;
                 map_size_ = size_;
+                close_fd();
                 return {static_cast<const std::byte*>(p), map_size_};
             }
         }
@@ -90,12 +97,21 @@ public:
                 got += static_cast<std::size_t>(n);
             }
             all_.resize(got);  // a file that shrank under us reads as what is there
+            close_fd();
         }
         return all_;
     }
 
 private:
-    int fd_;
+    // Once the whole file is in memory the descriptor goes: an image kept
+    // for the process's life (the runtime's ld.so.cache) holds no fd the
+    // host can see.
+    void close_fd() const {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    mutable int fd_;
     bool regular_;
     std::vector<std::byte> head_buf_;
     static constexpr std::uint64_t kMapFrom = 16 * 1024;

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -46,6 +47,26 @@ TEST(DlopenTry, an_answer_is_carried_out_through_next_and_the_handle_is_what_dlo
     const link_map* map = static_cast<const link_map*>(h);
     EXPECT_NE(std::strstr(map->l_name, "libz.so.1"), nullptr) << map->l_name;
     dlclose(h);
+    dlclose(h);
+}
+
+// A guest holds no descriptor the host can see: the model's ld.so.cache is
+// kept in memory, its file closed, once ldshim has answered.
+TEST(DlopenTry, after_an_answer_no_descriptor_of_ldshim_stays_open) {
+    void* h = nullptr;
+    ASSERT_EQ(ldshim_dlopen_try(counting_dlopen, in_main_program(), "libm.so.6", RTLD_NOW, &h), LDSHIM_OK);
+    ASSERT_NE(h, nullptr);
+    std::string open_files;
+    for (int fd = 0; fd < 1024; ++fd) {
+        char link[64], target[4096];
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = '\0';
+        open_files += std::string(target) + "\n";
+        EXPECT_EQ(std::strstr(target, "ld.so.cache"), nullptr) << "fd " << fd << " -> " << target;
+    }
+    EXPECT_EQ(open_files.find(".so"), std::string::npos) << open_files;
     dlclose(h);
 }
 
