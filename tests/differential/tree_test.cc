@@ -361,6 +361,34 @@ TEST(Why, a_name_with_a_slash_is_not_searched) {
         sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) + " why --dlopen x libS.so ./main > /dev/null 2>&1"), 2);
 }
 
+// Two copies of one library under one SONAME, both dlopen'ed by path: the
+// loader takes a dlopen's caller from its return address, so a caller named
+// by that SONAME could be either; ldsearch refuses the name instead of
+// searching the first copy's chain, and a path picks the copy.
+TEST(Why, a_caller_named_by_a_soname_two_loaded_copies_share_is_refused_and_a_path_picks_one) {
+    Tree t;
+    t.lib("c/libC.so", so("libC.so"));
+    t.lib("a/libC.so", {.soname = "libC.so", .rpath = "$ORIGIN/../d/e"});
+    t.lib("d/e/libZ.so", so("libZ.so"));
+    t.exe("main", {.rpath = t.abs("a") + ":" + t.abs("c") + ":" + t.abs("d/e"), .driver = false});
+    std::string base =
+        "cd " + quote(t.root()) + " && " + quote(kLdsearch) + " --dlopen ./c/libC.so --dlopen ./a/libC.so ";
+    EXPECT_EQ(sh(base + "--from libC.so --dlopen libZ.so ./main > soname.out 2>&1"), 2);
+    std::string refused = read_file(t.abs("soname.out"));
+    EXPECT_NE(refused.find("--from libC.so: 2 loaded objects answer to this name (./c/libC.so, ./a/libC.so)"),
+              std::string::npos)
+        << refused;
+    EXPECT_EQ(sh(base + "--from ./a/libC.so --dlopen libZ.so ./main > path.out 2>&1"), 0);
+    std::string picked = read_file(t.abs("path.out"));
+    EXPECT_NE(picked.find(t.root() + "/./a/../d/e\t\t(RPATH from file ./a/libC.so)"), std::string::npos) << picked;
+    EXPECT_NE(picked.find(t.root() + "/./a/../d/e/libZ.so\n"), std::string::npos)
+        << "found through the copy's own RPATH\n"
+        << picked;
+    EXPECT_EQ(sh("cd " + quote(t.root()) + " && " + quote(kLdsearch) +
+                 " why libZ.so --dlopen ./c/libC.so --dlopen ./a/libC.so --from libC.so ./main > /dev/null 2>&1"),
+              2);
+}
+
 // Modelling another machine: --hwcaps, --platform, --lib.
 TEST(Machine, hwcaps_option_replaces_the_glibc_hwcaps_subdirectories) {
     Tree t;

@@ -62,13 +62,46 @@ int begin(const Options& o, Session& s, JsonOut& json) {
     return kOk;
 }
 
+// The object a --from names, or -1 after printing why there is none.  A
+// name that several loaded objects answer to (copies of one library under
+// one SONAME in different directories, or one name asked of both) is
+// refused: glibc takes a dlopen's caller from its return address, which a
+// shared name cannot stand for, and guessing would search another object's
+// RPATH chain.  An l_name or a path names exactly one object.
+int from_object(const Engine& e, const std::string& what, const std::string& program) {
+    if (what == program) return e.main_object();
+    int found = e.find_object(what);
+    if (found < 0) {
+        std::fprintf(stderr, "ldsearch: --from %s: no such object is loaded\n", what.c_str());
+        return -1;
+    }
+    const auto& objs = e.objects();
+    if (objs[static_cast<std::size_t>(found)].name == what || what.find('/') != std::string::npos) return found;
+    std::vector<int> answering;
+    for (std::size_t i = 0; i < objs.size(); ++i) {
+        const Object& o = objs[i];
+        if (o.ns != 0 || o.removed) continue;
+        if (std::find(o.names.begin(), o.names.end(), what) != o.names.end() ||
+            (o.facts.soname && *o.facts.soname == what))
+            answering.push_back(static_cast<int>(i));
+    }
+    if (answering.size() < 2) return found;
+    std::string list;
+    for (int i : answering) list += (list.empty() ? "" : ", ") + object_display(e, i, program);
+    std::fprintf(stderr,
+                 "ldsearch: --from %s: %zu loaded objects answer to this name (%s); name the caller by its path\n",
+                 what.c_str(), answering.size(), list.c_str());
+    return -1;
+}
+
 // One --dlopen, --dlopen-noload or --dlmopen from `caller`, as JSON; its
 // searches are taken from the recorder.
 nlohmann::json dlopen_json(const Op& op, int caller, const MapOutcome& r, Session& s, const std::string& program) {
     nlohmann::json d;
     d["name"] = op.arg;
     d["mode"] = op.kind == Op::Kind::noload ? "noload" : op.kind == Op::Kind::dlmopen ? "dlmopen" : "dlopen";
-    d["from"] = caller == 0 ? program : s.engine->objects()[static_cast<std::size_t>(caller)].name;
+    d["from"] =
+        caller == s.engine->main_object() ? program : s.engine->objects()[static_cast<std::size_t>(caller)].name;
     d["searches"] = searches_json(s.recorder.events);
     s.recorder.events.clear();
     if (r.error) d["error"] = r.error->text();
@@ -80,14 +113,11 @@ nlohmann::json dlopen_json(const Op& op, int caller, const MapOutcome& r, Sessio
 int run_dlopens(const Options& o, Session& s, JsonOut& json) {
     Engine& engine = *s.engine;
     int status = kOk;
-    int caller = 0;
+    int caller = engine.main_object();
     for (const auto& op : o.ops) {
         if (op.kind == Op::Kind::from) {
-            caller = op.arg == o.program ? 0 : engine.find_object(op.arg);
-            if (caller < 0) {
-                std::fprintf(stderr, "ldsearch: --from %s: no such object is loaded\n", op.arg.c_str());
-                return kUsage;
-            }
+            caller = from_object(engine, op.arg, o.program);
+            if (caller < 0) return kUsage;
             continue;
         }
         DlopenRequest req;
@@ -159,11 +189,8 @@ void startup_lookup(Session& s, const std::string& name, const std::string& prog
 int why_lookup(const Options& o, Session& s, WhyLookup& l) {
     Engine& engine = *s.engine;
     for (const auto& op : o.ops) {
-        l.requester = op.arg == o.program ? engine.main_object() : engine.find_object(op.arg);
-        if (l.requester < 0) {
-            std::fprintf(stderr, "ldsearch: --from %s: no such object is loaded\n", op.arg.c_str());
-            return kUsage;
-        }
+        l.requester = from_object(engine, op.arg, o.program);
+        if (l.requester < 0) return kUsage;
     }
     if (l.requester < 0) startup_lookup(s, o.why_name, o.program, l);
     if (l.events.empty()) {

@@ -86,7 +86,8 @@ After startup, dlopen calls can be emulated:
   --dlmopen NAME         dlmopen(LM_ID_NEWLM, NAME)
   --from OBJECT          the calling object for the following dlopens: PROGRAM
                          (the default) or an object loaded so far, named by
-                         path, l_name or SONAME
+                         path, l_name or SONAME (a name several loaded
+                         objects answer to is refused: use the path)
 
 Modelling the process:
   --keep-going           continue past missing libraries, as the loader does
