@@ -197,7 +197,7 @@ bool cpu_has(Isa isa) noexcept {
     return isa == Isa::scalar;
 }
 
-FindFn find_for(Isa isa) noexcept {
+FindFn find_for([[maybe_unused]] Isa isa) noexcept {
 #if defined(__x86_64__)
     if (isa == Isa::avx512) return find_avx512;
     if (isa == Isa::avx2) return find_avx2;

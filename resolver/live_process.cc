@@ -32,6 +32,15 @@ namespace ldshim::resolver {
 using namespace ldshim::loader;  // NOLINT(google-build-using-namespace): the model is the engine's
 namespace {
 
+// One spin-wait step: tells the core (and an SMT sibling) that this is a wait.
+inline void cpu_relax() {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 // The loader words (host::loader_words) as read inside a walk, where the
 // loader's write lock is held: exactly what dl_iterate_phdr reports, if the
 // layout they were located by is right.
@@ -255,7 +264,7 @@ bool LiveProcess::read_generation(Generation& g) const noexcept {
             g = {a1, n};
             return true;
         }
-        __builtin_ia32_pause();
+        cpu_relax();
     }
     return false;
 }
