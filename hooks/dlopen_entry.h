@@ -86,6 +86,77 @@
 // clang-format on
 #define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
 #define LDSHIM_ENTRY_HIDE_0(NAME) ""
+#elif defined(__aarch64__)
+#define LDSHIM_HAVE_DLOPEN_ENTRY 1
+// The caller's return address is x30 on entry.  Both entries keep a 48-byte
+// frame (x29/x30 at 0, the arguments from 16, the handle last), pass x30 to
+// DECIDE as the caller, and leave with x29, x30 and sp as they came, so the
+// function they jump to through x16 sees the entry's own caller.  "hint #34"
+// is BTI's landing pad (a no-op without BTI); x16 may branch to one.
+//   dlopen:  16 file, 24 mode, 32 handle
+//   dlmopen: 16 lmid, 24 file, 32 mode, 40 handle
+// clang-format off
+#define LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                                 \
+            ".text\n"                                                                   \
+            ".p2align 4\n"                                                              \
+            ".globl " #NAME "\n"                                                        \
+            LDSHIM_ENTRY_HIDE_##HIDDEN(NAME)                                            \
+            ".type " #NAME ", %function\n"                                              \
+            #NAME ":\n"                                                                 \
+            "    .cfi_startproc\n"                                                      \
+            "    hint #34\n"                                                            \
+            "    stp x29, x30, [sp, #-48]!\n"                                           \
+            "    .cfi_def_cfa_offset 48\n"                                              \
+            "    .cfi_offset 29, -48\n"                                                 \
+            "    .cfi_offset 30, -40\n"                                                 \
+            "    mov x29, sp\n"
+// After DECIDE: jump on with the arguments restored (RESTORE), or return
+// the handle kept at HANDLE(sp).
+#define LDSHIM_ENTRY_TAIL(NAME, RESTORE, HANDLE)                                        \
+            "    cbz x0, 1f\n"                                                          \
+            "    mov x16, x0\n"                                                         \
+            RESTORE                                                                     \
+            "    .cfi_remember_state\n"                                                 \
+            "    ldp x29, x30, [sp], #48\n"                                             \
+            "    .cfi_def_cfa_offset 0\n"                                               \
+            "    .cfi_restore 29\n"                                                     \
+            "    .cfi_restore 30\n"                                                     \
+            "    br x16\n"                                                              \
+            "1:\n"                                                                      \
+            "    .cfi_restore_state\n"                                                  \
+            "    ldr x0, [sp, #" #HANDLE "]\n"                                          \
+            "    ldp x29, x30, [sp], #48\n"                                             \
+            "    .cfi_def_cfa_offset 0\n"                                               \
+            "    .cfi_restore 29\n"                                                     \
+            "    .cfi_restore 30\n"                                                     \
+            "    ret\n"                                                                 \
+            "    .cfi_endproc\n"                                                        \
+            ".size " #NAME ", .-" #NAME "\n"
+#define LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                       \
+    __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
+            "    stp x0, x1, [sp, #16]\n"                                               \
+            "    str xzr, [sp, #32]\n"                                                  \
+            "    add x3, sp, #32\n"                                                     \
+            "    mov w2, w1\n"                                                          \
+            "    mov x1, x0\n"                                                          \
+            "    mov x0, x30\n"                                                         \
+            "    bl " #DECIDE "\n"                                                      \
+            LDSHIM_ENTRY_TAIL(NAME, "    ldp x0, x1, [sp, #16]\n", 32))
+#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                      \
+    __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
+            "    stp x0, x1, [sp, #16]\n"                                               \
+            "    stp x2, xzr, [sp, #32]\n"                                              \
+            "    add x4, sp, #40\n"                                                     \
+            "    mov w3, w2\n"                                                          \
+            "    mov x2, x1\n"                                                          \
+            "    mov x1, x0\n"                                                          \
+            "    mov x0, x30\n"                                                         \
+            "    bl " #DECIDE "\n"                                                      \
+            LDSHIM_ENTRY_TAIL(NAME, "    ldp x0, x1, [sp, #16]\n"                        \
+                                    "    ldr x2, [sp, #32]\n", 40))
+// clang-format on
+#define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
+#define LDSHIM_ENTRY_HIDE_0(NAME) ""
 #else
 #define LDSHIM_HAVE_DLOPEN_ENTRY 0
 #endif

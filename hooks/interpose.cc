@@ -175,4 +175,37 @@ __asm__(
     "    movq ldshim_next_table(%rip), %rax\n"
     "    jmpq *24(%rax)\n"
     ".size ldshim_hook_dlvsym, .-ldshim_hook_dlvsym\n");
+#elif defined(__aarch64__)
+// "hint #34": BTI's landing pad; "b" rather than "b.ne" reaches the C half
+// wherever the linker puts it.
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl ldshim_hook_dlsym\n"
+    ".hidden ldshim_hook_dlsym\n"
+    ".type ldshim_hook_dlsym, %function\n"
+    "ldshim_hook_dlsym:\n"
+    "    hint #34\n"
+    "    cmn x0, #1\n"  // RTLD_NEXT
+    "    b.eq 1f\n"
+    "    b ldshim_hook_dlsym_c\n"
+    "1:  adrp x16, ldshim_next_table\n"
+    "    ldr x16, [x16, #:lo12:ldshim_next_table]\n"
+    "    ldr x16, [x16, #16]\n"
+    "    br x16\n"
+    ".size ldshim_hook_dlsym, .-ldshim_hook_dlsym\n"
+    ".p2align 4\n"
+    ".globl ldshim_hook_dlvsym\n"
+    ".hidden ldshim_hook_dlvsym\n"
+    ".type ldshim_hook_dlvsym, %function\n"
+    "ldshim_hook_dlvsym:\n"
+    "    hint #34\n"
+    "    cmn x0, #1\n"
+    "    b.eq 1f\n"
+    "    b ldshim_hook_dlvsym_c\n"
+    "1:  adrp x16, ldshim_next_table\n"
+    "    ldr x16, [x16, #:lo12:ldshim_next_table]\n"
+    "    ldr x16, [x16, #24]\n"
+    "    br x16\n"
+    ".size ldshim_hook_dlvsym, .-ldshim_hook_dlvsym\n");
 #endif
