@@ -9,6 +9,7 @@
 #include "host/real_fs.h"
 #include "loader/loaded_extent.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -148,10 +149,19 @@ std::optional<LoaderConfig> config_of(const std::string& rtld, const Answers& a,
     }
     cfg->rtld_path = rtld;
     // No probe shows the PIE refusal without a PIE to preload; the loader's
-    // own file says whether it has it.
-    if (auto file = RealFs().open(rtld); file.image) {
-        auto b = file.image->bytes();
-        cfg->behaviour.refuses_pie = loader::loader_refuses_pie({reinterpret_cast<const char*>(b.data()), b.size()});
+    // own file says whether it has it, and which objects it accepts (its
+    // ELF class and machine: x86-64's, or aarch64's run through qemu).
+    auto file = RealFs().open(rtld);
+    if (!file.image) {
+        if (error) *error = rtld + ": " + std::strerror(file.error);
+        return std::nullopt;
+    }
+    auto b = file.image->bytes();
+    std::string_view bytes(reinterpret_cast<const char*>(b.data()), b.size());
+    cfg->behaviour.refuses_pie = loader::loader_refuses_pie(bytes);
+    if (!loader::read_loader_machine(bytes, *cfg)) {
+        if (error) *error = rtld + ": not an ELF file";
+        return std::nullopt;
     }
     return cfg;
 }
@@ -215,6 +225,7 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     mix_file(rtld.c_str());
     for (const auto& e : env.entries) mix_str(e);
     mix_str("end of environment");
+    mix_str(env.emulator);
     mix_str(cpu_identity());
     mix_str(boot_id());
     char hex[17];
@@ -222,10 +233,42 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     return hex;
 }
 
-// The variables that change the loader's view of the CPU.
-bool steers_cpu_view(std::string_view e) { return e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK="); }
+// The variables that change the loader's view of the CPU.  QEMU_CPU is
+// qemu-user's: it picks the CPU an emulated loader sees (an aarch64 root's
+// ld.so runs on an x86-64 host through binfmt_misc).
+bool steers_cpu_view(std::string_view e) {
+    return e.starts_with("GLIBC_TUNABLES=") || e.starts_with("LD_HWCAP_MASK=") || e.starts_with("QEMU_CPU=");
+}
 
 }  // namespace
+
+std::string emulator_identity(std::uint16_t machine) {
+#if defined(__x86_64__)
+    if (machine == loader::kMachineX86_64) return {};
+#elif defined(__aarch64__)
+    if (machine == loader::kMachineAarch64) return {};
+#endif
+    std::string out = "machine " + std::to_string(machine);
+    constexpr const char* kDir = "/proc/sys/fs/binfmt_misc";
+    DIR* d = ::opendir(kDir);
+    if (!d) return out;
+    // Every registered handler's interpreter: which one runs this machine
+    // only its magic bytes say, and any of them changing is rare.
+    while (const dirent* e = ::readdir(d)) {
+        std::string entry;
+        if (e->d_name[0] == '.' || read_whole_file(std::string(kDir) + "/" + e->d_name, entry) != 0) continue;
+        auto at = entry.find("\ninterpreter ");
+        if (at == std::string::npos) continue;
+        std::string interp = entry.substr(at + 13, entry.find('\n', at + 13) - at - 13);
+        struct stat st {};
+        if (::stat(interp.c_str(), &st) != 0) continue;
+        out += "\n" + interp + " " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+               std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+               std::to_string(st.st_mtim.tv_nsec);
+    }
+    ::closedir(d);
+    return out;
+}
 
 LoaderCpuEnv LoaderCpuEnv::of(const std::vector<std::string>& environment) {
     LoaderCpuEnv env;

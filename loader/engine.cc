@@ -160,7 +160,12 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
     // open_verify clears errno once the file is open: a lookup that tries
     // nothing after an accepted file fails with no strerror text.
     errno_ = 0;
-    auto v = verify_candidate(*r.image);
+    // The loader's own class and machine: a library of another is skipped.
+    HostAbi abi;
+    abi.elf_class = cfg_.elf_class;
+    abi.data = cfg_.elf_data;
+    abi.machine = cfg_.machine;
+    auto v = verify_candidate(*r.image, abi);
     switch (v.verdict) {
         case Verdict::accept: break;
         case Verdict::skip_class:

@@ -33,6 +33,18 @@ int x86_platform_index(std::string_view p) {
     return -1;
 }
 
+// What a loader of `machine` takes from the cache: the entry flags it was
+// built with (ldconfig writes every machine's libraries into one file) and
+// which hwcap bits name a platform (x86 only; aarch64 has none).
+struct CacheAbi {
+    std::int32_t flags;
+    std::uint64_t platform_mask;
+};
+CacheAbi cache_abi(std::uint16_t machine) {
+    if (machine == kMachineAarch64) return {kCacheFlagsAarch64Libc6, 0};
+    return {kCacheFlagsX8664Libc6, kPlatformMask};
+}
+
 }  // namespace
 
 int libcmp(const char* p1, const char* p2) {
@@ -165,12 +177,13 @@ std::vector<CacheEntry> LdCache::entries() const {
 
 std::optional<std::string> LdCache::lookup(const char* name, const LoaderConfig& cfg) const {
     if (!usable_ || nlibs_ == 0) return std::nullopt;
+    const CacheAbi abi = cache_abi(cfg.machine);
     std::uint64_t platform = ~std::uint64_t{0};
-    if (cfg.platform) {
+    if (cfg.platform && abi.platform_mask != 0) {
         int idx = x86_platform_index(*cfg.platform);
         if (idx >= 0) platform = std::uint64_t{1} << (kFirstPlatformBit + idx);
     }
-    const std::uint64_t exclude = ~(cfg.hwcap_searched | kPlatformMask | kHwcapTls);
+    const std::uint64_t exclude = ~(cfg.hwcap_searched | abi.platform_mask | kHwcapTls);
     // Priority of a glibc-hwcaps entry: 1 for the best active name; 0 = unusable.
     auto priority = [&](std::uint64_t hwcap) -> std::uint32_t {
         std::uint32_t idx = static_cast<std::uint32_t>(hwcap);
@@ -204,7 +217,7 @@ std::optional<std::string> LdCache::lookup(const char* name, const LoaderConfig&
                 }
                 std::int32_t flags = rd<std::int32_t>(e);
                 const char* value = str(rd<std::uint32_t>(e + 8));
-                if (flags != kCacheFlagsX8664Libc6 || !value) continue;
+                if (flags != abi.flags || !value) continue;
                 bool named = false;
                 if (entry_size_ == 24) {
                     std::uint64_t hwcap = rd<std::uint64_t>(e + 16);
@@ -216,7 +229,7 @@ std::optional<std::string> LdCache::lookup(const char* name, const LoaderConfig&
                     // Named entries sort first; the first plain one ends the search.
                     if (!named && best) break;
                     if (!named && (hwcap & exclude)) continue;
-                    if ((hwcap & kPlatformMask) != 0 && (hwcap & kPlatformMask) != platform && !named) continue;
+                    if ((hwcap & abi.platform_mask) != 0 && (hwcap & abi.platform_mask) != platform && !named) continue;
                     if (named) {
                         std::uint32_t p = priority(hwcap);
                         if (p == 0) continue;

@@ -19,6 +19,7 @@ namespace ldshim::loader {
 int libcmp(const char* a, const char* b);
 
 inline constexpr std::int32_t kCacheFlagsX8664Libc6 = 0x0303;
+inline constexpr std::int32_t kCacheFlagsAarch64Libc6 = 0x0a03;  // FLAG_ELF_LIBC6 | FLAG_AARCH64_LIB64
 
 struct CacheEntry {
     std::int32_t flags = 0;

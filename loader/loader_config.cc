@@ -68,6 +68,22 @@ int x86_hwcap_bit(std::string_view name) {
     return -1;
 }
 
+int legacy_hwcap_bit(std::string_view name) {
+    if (name == "atomics") return 8;  // aarch64's HWCAP_ATOMICS
+    return x86_hwcap_bit(name);
+}
+
+bool read_loader_machine(std::string_view head, LoaderConfig& cfg) {
+    // e_ident (16 bytes), e_type (2), e_machine (2) in the file's byte order.
+    if (head.size() < 20 || head[0] != '\x7f' || head.substr(1, 3) != "ELF") return false;
+    auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(head[i]); };
+    cfg.elf_class = byte(4);
+    cfg.elf_data = byte(5);
+    cfg.machine = cfg.elf_data == 2 ? static_cast<std::uint16_t>(byte(18) << 8 | byte(19))
+                                    : static_cast<std::uint16_t>(byte(19) << 8 | byte(18));
+    return true;
+}
+
 std::optional<GlibcRelease> glibc_release(std::string_view version) {
     if (!version.starts_with("2.")) return std::nullopt;
     version.remove_prefix(2);
@@ -184,7 +200,7 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
                 } else if (it.name == "tls") {
                     // always last in the list of strings
                 } else if (it.has("searched")) {
-                    int bit = x86_hwcap_bit(it.name);
+                    int bit = legacy_hwcap_bit(it.name);
                     hwcap_bits.emplace_back(bit, std::string(it.name));
                     if (bit >= 0) cfg.hwcap_searched |= std::uint64_t{1} << bit;
                 }

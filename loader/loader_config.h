@@ -65,8 +65,17 @@ std::optional<GlibcRelease> glibc_release(std::string_view version);
 // whatever a distribution backported).
 bool loader_refuses_pie(std::string_view image);
 
+// ELF e_machine values of the machines ldshim models.
+inline constexpr std::uint16_t kMachineX86_64 = 62;    // EM_X86_64
+inline constexpr std::uint16_t kMachineAarch64 = 183;  // EM_AARCH64
+
 struct LoaderConfig {
     LoaderBehaviour behaviour;
+    // The objects the loader accepts, as its own file's ELF header states
+    // them (glibc's open_verify skips any other class or machine).
+    std::uint8_t elf_class = 2;              // ELFCLASS64
+    std::uint8_t elf_data = 1;               // ELFDATA2LSB
+    std::uint16_t machine = kMachineX86_64;  // e_machine
     std::string rtld_path = "/lib64/ld-linux-x86-64.so.2";
     std::vector<std::string> system_dirs;  // each ends in '/'
     // Every subdirectory prefix tried inside a search directory, in order;
@@ -107,6 +116,17 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
 
 // Bit number of an x86 legacy hwcap name ("sse2", "x86_64", "avx512_1"), or -1.
 int x86_hwcap_bit(std::string_view name);
+
+// Bit number of a legacy hwcap name any modelled loader prints: x86-64's,
+// or aarch64's one (HWCAP_IMPORTANT: "atomics", the kernel's AT_HWCAP bit
+// 8).  The loader names its subdirectories but never their bits, which the
+// ld.so.cache entries carry; the names do not overlap between machines.
+int legacy_hwcap_bit(std::string_view name);
+
+// Reads the target of a loader from the start of its file (the ELF
+// identification and e_machine) into `cfg`; false when `head` is no ELF
+// header.
+bool read_loader_machine(std::string_view head, LoaderConfig& cfg);
 
 // $LIB as the system directories imply it: the first one without its
 // slashes (lib/x86_64-linux-gnu on Debian, lib64 upstream).  No loader prints

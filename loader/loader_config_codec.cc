@@ -11,7 +11,7 @@ namespace {
 
 // Bump with any change of the fields or their order: an older file then
 // fails to decode instead of decoding wrong.
-constexpr std::string_view kHead = "ldshim loader config v2\n";
+constexpr std::string_view kHead = "ldshim loader config v3\n";
 
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // A new field changes the size: store it below, and bump kHead.
@@ -129,6 +129,9 @@ std::string encode_config(const LoaderConfig& cfg) {
     put_number(out, "non_directory_ends_list", cfg.behaviour.non_directory_ends_list);
     put_number(out, "explains_candidates", cfg.behaviour.explains_candidates);
     put_number(out, "refuses_pie", cfg.behaviour.refuses_pie);
+    put_number(out, "elf_class", cfg.elf_class);
+    put_number(out, "elf_data", cfg.elf_data);
+    put_number(out, "machine", cfg.machine);
     put(out, "rtld_path", cfg.rtld_path);
     put_list(out, "system_dirs", cfg.system_dirs);
     put_list(out, "subdirs", cfg.subdirs);
@@ -151,6 +154,12 @@ std::optional<LoaderConfig> decode_config(std::string_view bytes) {
     cfg.behaviour.non_directory_ends_list = in.flag("non_directory_ends_list");
     cfg.behaviour.explains_candidates = in.flag("explains_candidates");
     cfg.behaviour.refuses_pie = in.flag("refuses_pie");
+    std::uint64_t elf_class = in.number("elf_class");
+    std::uint64_t elf_data = in.number("elf_data");
+    std::uint64_t machine = in.number("machine");
+    cfg.elf_class = static_cast<std::uint8_t>(elf_class);
+    cfg.elf_data = static_cast<std::uint8_t>(elf_data);
+    cfg.machine = static_cast<std::uint16_t>(machine);
     cfg.rtld_path = in.text("rtld_path");
     cfg.system_dirs = in.list("system_dirs");
     cfg.subdirs = in.list("subdirs");
@@ -165,7 +174,9 @@ std::optional<LoaderConfig> decode_config(std::string_view bytes) {
     cfg.inhibit_cache = in.flag("inhibit_cache");
     // What every configuration the parsers build holds: the directory itself
     // is the last subdirectory tried.
-    if (!in.ok() || isa > 0xffffffffu || cfg.subdirs.empty() || !cfg.subdirs.back().empty()) return std::nullopt;
+    if (!in.ok() || isa > 0xffffffffu || elf_class > 0xff || elf_data > 0xff || machine > 0xffff ||
+        cfg.subdirs.empty() || !cfg.subdirs.back().empty())
+        return std::nullopt;
     return cfg;
 }
 

@@ -93,7 +93,7 @@ void read_subdirs(LoaderConfig& cfg) {
         }
     }
     for (auto name : legacy) {
-        int bit = x86_hwcap_bit(name);
+        int bit = legacy_hwcap_bit(name);
         bool twice = std::count(legacy.begin(), legacy.end(), name) > 1;
         if (bit >= 0 && (name != cfg.platform.value_or("") || twice)) cfg.hwcap_searched |= std::uint64_t{1} << bit;
     }

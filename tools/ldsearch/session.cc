@@ -110,9 +110,11 @@ int open_program(const Options& o, Session& s, std::string& interp, OpenResult& 
                      img.image->read_errno() ? std::strerror(img.image->read_errno()) : facts.error.c_str());
         return kBadInput;
     }
-    if (facts.facts.elf_class != 2 || facts.facts.machine != 62) {
-        std::fprintf(stderr, "ldsearch: %s: not an x86-64 ELF program (class %u, machine %u)\n", program.c_str(),
-                     facts.facts.elf_class, facts.facts.machine);
+    // The machines modelled; which one applies, its loader's file says.
+    bool modelled = facts.facts.machine == kMachineX86_64 || facts.facts.machine == kMachineAarch64;
+    if (facts.facts.elf_class != 2 || !modelled) {
+        std::fprintf(stderr, "ldsearch: %s: not an x86-64 or aarch64 ELF program (class %u, machine %u)\n",
+                     program.c_str(), facts.facts.elf_class, facts.facts.machine);
         return kBadInput;
     }
     if (!facts.facts.interp) {
@@ -120,6 +122,7 @@ int open_program(const Options& o, Session& s, std::string& interp, OpenResult& 
         return kBadInput;
     }
     interp = *facts.facts.interp;
+    s.machine = facts.facts.machine;
     opened = std::move(img);
     return kOk;
 }
@@ -129,10 +132,21 @@ int load_config(const Options& o, Session& s, const std::string& interp, std::op
     std::string err;
     // Inside --root, the root's own loader describes its directories.
     std::string rtld = o.ld_so.value_or(s.host(interp));
-    cfg = query_loader_cached(rtld, o.no_cache ? std::string() : default_cache_dir(), &err);
+    LoaderCpuEnv cpu_env = LoaderCpuEnv::of_this_process();
+    // The program's machine is its loader's (checked below), so the
+    // emulator that runs a foreign loader is known before it is asked.
+    cpu_env.emulator = emulator_identity(s.machine);
+    cfg = query_loader_cached(rtld, o.no_cache ? std::string() : default_cache_dir(), &err, cpu_env);
     if (!cfg) {
         std::fprintf(stderr, "ldsearch: %s\n", err.c_str());
         return kLoaderQuery;
+    }
+    // An aarch64 program with an x86-64 loader (--ld-so) or the reverse:
+    // that loader would refuse it.
+    if (cfg->elf_class != 2 || cfg->machine != s.machine) {
+        std::fprintf(stderr, "ldsearch: %s: ELF machine %u, but the loader %s runs class %u machine %u\n",
+                     o.program.c_str(), s.machine, rtld.c_str(), cfg->elf_class, cfg->machine);
+        return kBadInput;
     }
     if (auto bad = model_machine(*cfg, o.platform, o.hwcaps, o.dst_lib)) return usage_error(*bad);
     cfg->inhibit_cache = o.inhibit_cache;

@@ -9,6 +9,7 @@
 #include "loader/trace.h"
 #include "options.h"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ struct Session {
     ldshim::host::RootFs* rootfs = nullptr;  // fs, under --root
     std::string root;                        // --root
     std::string path;                        // PROGRAM after the PATH lookup
+    std::uint16_t machine = 0;               // PROGRAM's e_machine
     ldshim::loader::LdCache cache;
     std::optional<ldshim::loader::LdDebugPrinter> printer;
     ldshim::loader::TraceRecorder recorder;
