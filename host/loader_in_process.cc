@@ -7,9 +7,12 @@
 //  * glibc-hwcaps levels, legacy subdirectories, $PLATFORM, $LIB: the probe
 //    (host/self_probe.cc), which asks the loader to search for ldshim's own
 //    probe files;
+//  * the machine (ELF class and e_machine) the loader accepts: its own ELF
+//    header, mapped at AT_BASE;
 //  * legacy hwcap bits: getauxval(AT_HWCAP), which glibc answers with its
-//    own dl_hwcap on x86-64, under glibc.cpu.hwcap_mask / LD_HWCAP_MASK from
-//    the environment;
+//    own dl_hwcap (x86-64's synthetic bits; on aarch64 the kernel's, e.g.
+//    HWCAP_ATOMICS), under glibc.cpu.hwcap_mask / LD_HWCAP_MASK from the
+//    environment, whose default is that machine's;
 //  * what only the version tells (bug fixes, the 2.43 debug lines):
 //    glibc_release(), checked against the probe where both speak.
 #include "host/loader_in_process.h"
@@ -61,6 +64,15 @@ bool own_loader_refuses_pie(std::uintptr_t base) {
         if (loader_refuses_pie(bytes)) return true;
     }
     return false;
+}
+
+// The class and machine of the objects this process's loader accepts, from
+// its own ELF header in memory (the start of its first PT_LOAD, mapped at
+// AT_BASE): what glibc's open_verify compares against, whatever the CPU.
+bool read_own_loader_machine(std::uintptr_t base, LoaderConfig& cfg) {
+    std::string_view head(reinterpret_cast<const char*>(base), sizeof(ElfW(Ehdr)));
+    if (!read_loader_machine(head, cfg)) return false;
+    return cfg.machine == kMachineX86_64 || cfg.machine == kMachineAarch64;
 }
 
 // The main program's dynamic section, in memory (the first object
@@ -133,9 +145,9 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (probe->legacy_subdirs != release->legacy_subdirs)
         return fail("glibc " + std::string(version) + (probe->legacy_subdirs ? " searches" : " does not search") +
                     " legacy hwcap subdirectories, against every release of that version");
-#if !defined(__x86_64__)
-    if (probe->legacy_subdirs) return fail("this machine's legacy hwcap names are not modelled");
-#endif
+    LoaderConfig target;  // only its class and machine are read
+    if (!read_own_loader_machine(getauxval(AT_BASE), target))
+        return fail("this process's loader is for a machine ldshim does not model");
     const bool secure = getauxval(AT_SECURE) != 0;
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
@@ -147,9 +159,15 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     if (!dirs) return fail(why);
     // The legacy hwcap bits the loader matches subdirectories and cache
     // entries against; from 2.40 it skips every such entry, as no bit does.
+    // A searched bit ldshim cannot name (a wider mask on aarch64) would be a
+    // subdirectory the model lacks.
     std::uint64_t searched =
-        release->legacy_cache_entries ? getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure) : 0;
-    LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched);
+        release->legacy_cache_entries ? getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure, target.machine) : 0;
+    if (probe->legacy_subdirs && (searched & ~named_hwcap_bits(target.machine)))
+        return fail("this machine's legacy hwcap names are not modelled");
+    LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched, target.machine);
+    cfg.elf_class = target.elf_class;
+    cfg.elf_data = target.elf_data;
     if (!probe->legacy_subdirs) cfg.subdirs = make_subdirs(cfg.hwcaps_active, {});
     cfg.dst_lib = probe->dst_lib;
     cfg.behaviour = release->behaviour;

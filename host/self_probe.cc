@@ -3,9 +3,10 @@
 // targets it asks glibc for by bare name (host/probe/).  glibc searches the
 // helper's own directory with every subdirectory it tries there, in its
 // order, so the copy it loads says what it tries:
-//  * libldshim-probe-hwcaps.so, also in glibc-hwcaps/x86-64-v{2,3,4}/: the
-//    best level the loader has active (the levels are cumulative), after
-//    GLIBC_TUNABLES and RHEL 8's backport alike;
+//  * libldshim-probe-hwcaps.so, also in glibc-hwcaps/x86-64-v{2,3,4}/ on
+//    x86-64: the best level the loader has active (the levels are
+//    cumulative), after GLIBC_TUNABLES and RHEL 8's backport alike; on
+//    aarch64, which has no glibc-hwcaps names, only the baseline copy;
 //  * libldshim-probe-legacy.so, also in tls/: whether legacy hwcap
 //    subdirectories are searched ("tls" is in every legacy combination);
 //  * RTLD_DI_SERINFO of the helper: the loader's own expansions of

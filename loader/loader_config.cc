@@ -105,9 +105,29 @@ bool loader_refuses_pie(std::string_view image) {
     return image.find("cannot dynamically load position-independent executable") != std::string_view::npos;
 }
 
+std::string_view legacy_hwcap_name(std::uint16_t machine, int bit) {
+    if (machine == kMachineX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
+        return kX86HwcapNames[bit];
+    if (machine == kMachineAarch64 && bit == 8) return "atomics";
+    return {};
+}
+
+std::uint64_t named_hwcap_bits(std::uint16_t machine) {
+    if (machine == kMachineX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
+    if (machine == kMachineAarch64) return kHwcapAarch64Atomics;
+    return 0;
+}
+
+std::uint64_t default_hwcap_mask(std::uint16_t machine) {
+    if (machine == kMachineX86_64) return kHwcapX86_64 | kHwcapAvx512_1;
+    if (machine == kMachineAarch64) return kHwcapAarch64Atomics;
+    return 0;
+}
+
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
-                             std::optional<std::string> platform, std::uint64_t hwcap_searched) {
+                             std::optional<std::string> platform, std::uint64_t hwcap_searched, std::uint16_t machine) {
     LoaderConfig cfg;
+    cfg.machine = machine;
     cfg.system_dirs = std::move(system_dirs);
     cfg.dst_lib = dst_lib_of(cfg.system_dirs);
     cfg.isa_levels = isa_levels | 1u;
@@ -117,10 +137,13 @@ LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t
     if (isa_levels & 2u) cfg.hwcaps_active.emplace_back("x86-64-v2");
     cfg.hwcap_searched = hwcap_searched;
     // Legacy strings (2.36): hwcap names in ascending bit order, the
-    // platform, then "tls".
+    // platform, then "tls".  A bit without a name here has none in the
+    // model; the runtime declines such a loader (host/loader_in_process.cc).
     std::vector<std::string> legacy;
-    for (std::size_t bit = 0; bit < std::size(kX86HwcapNames); ++bit)
-        if (hwcap_searched & (std::uint64_t{1} << bit)) legacy.emplace_back(kX86HwcapNames[bit]);
+    for (int bit = 0; bit < 64; ++bit) {
+        auto name = legacy_hwcap_name(machine, bit);
+        if ((hwcap_searched & (std::uint64_t{1} << bit)) && !name.empty()) legacy.emplace_back(name);
+    }
     if (platform) legacy.push_back(*platform);
     legacy.emplace_back("tls");
     cfg.platform = std::move(platform);

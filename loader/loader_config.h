@@ -19,6 +19,8 @@ namespace ldshim::loader {
 // glibc's x86 legacy hwcap bits that can select a subdirectory.
 inline constexpr std::uint64_t kHwcapX86_64 = 1u << 1;
 inline constexpr std::uint64_t kHwcapAvx512_1 = 1u << 2;
+// aarch64's one (the kernel's AT_HWCAP bit HWCAP_ATOMICS, "atomics").
+inline constexpr std::uint64_t kHwcapAarch64Atomics = 1u << 8;
 
 // Search behaviour that differs between the glibc versions ldshim models,
 // as the loader itself shows it (loader_probe.cc) or its version implies.
@@ -136,10 +138,23 @@ std::string dst_lib_of(const std::vector<std::string>& system_dirs);
 // The configuration `ld.so --help` describes, from its parts: the system
 // directories, the supported ISA levels (isa_levels bits), $PLATFORM and the
 // searched legacy hwcap bits (glibc 2.36: they and the platform give the
-// legacy subdirectories).  $LIB follows the first system directory, as in
+// legacy subdirectories), for a loader of `machine` (its e_machine, which
+// names the bits).  $LIB follows the first system directory, as in
 // parse_ld_so_help.
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
-                             std::optional<std::string> platform, std::uint64_t hwcap_searched);
+                             std::optional<std::string> platform, std::uint64_t hwcap_searched,
+                             std::uint16_t machine = kMachineX86_64);
+
+// The legacy hwcap name a loader of `machine` gives `bit` in its
+// subdirectories, or "" for a bit ldshim does not name: x86-64's three, and
+// aarch64's "atomics" (the only bit in its default mask).
+std::string_view legacy_hwcap_name(std::uint16_t machine, int bit);
+
+// The hwcap bits ldshim can name for `machine` (legacy_hwcap_name), and
+// the loader's default glibc.cpu.hwcap_mask there (HWCAP_IMPORTANT:
+// x86_64 | avx512_1 on x86-64, atomics on aarch64); 0 for any other machine.
+std::uint64_t named_hwcap_bits(std::uint16_t machine);
+std::uint64_t default_hwcap_mask(std::uint16_t machine);
 
 // ---- What a loader's own search shows (loader_probe.cc) ----
 //
@@ -180,10 +195,11 @@ std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> 
 
 // glibc.cpu.hwcap_mask as ld.so 2.36 settles it from an environment block:
 // the last GLIBC_TUNABLES setting wins over LD_HWCAP_MASK (its first
-// occurrence); the default is HWCAP_IMPORTANT (x86_64 | avx512_1 = 6).
+// occurrence); the default is `machine`'s HWCAP_IMPORTANT
+// (default_hwcap_mask: 6 on x86-64, 0x100 on aarch64).
 // Both are ignored for set-id (AT_SECURE) processes.  Numbers are read like
 // ld.so's own _dl_strtoul (0x hex, leading-0 octal, saturation).
-std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure);
+std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure, std::uint16_t machine = kMachineX86_64);
 
 // What precedes the system directories in RTLD_DI_SERINFO of ld.so's own
 // link map: the main program's RPATH list, then the LD_LIBRARY_PATH list.

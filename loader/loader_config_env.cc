@@ -14,8 +14,6 @@
 namespace ldshim::loader {
 namespace {
 
-constexpr std::uint64_t kHwcapImportant = kHwcapX86_64 | kHwcapAvx512_1;
-
 // ld.so's number reader (_dl_strtoul): blanks, a sign, "0x" hex or a leading
 // 0 for octal; it stops at the first other character and saturates a little
 // early, as ld.so does.
@@ -104,9 +102,10 @@ std::optional<std::vector<std::string>> tail_dirs(const std::vector<std::string>
 
 }  // namespace
 
-std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure) {
+std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure, std::uint16_t machine) {
+    const std::uint64_t important = default_hwcap_mask(machine);
     // Both spellings are SXID_ERASE tunables: a set-id process never reads them.
-    if (secure || !envp) return kHwcapImportant;
+    if (secure || !envp) return important;
     std::optional<std::uint64_t> tunable, alias;
     for (; *envp; ++envp) {
         std::string_view e(*envp);
@@ -116,7 +115,7 @@ std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure) {
             alias = loader_strtoul(e.substr(14));  // the alias only fills an unset tunable
         }
     }
-    return tunable ? *tunable : alias ? *alias : kHwcapImportant;
+    return tunable ? *tunable : alias ? *alias : important;
 }
 
 std::optional<std::vector<std::string>> system_dirs_from_serinfo(const std::vector<std::string>& serinfo,

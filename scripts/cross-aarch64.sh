@@ -8,8 +8,9 @@
 # The build is the first step of issue 32 (aarch64): every module compiles
 # with warnings as errors; most suites do not pass under emulation yet
 # (their fixtures are built with the host's cc), so --check runs only the
-# ones that do, and tests/arm64/entries_test.sh (the jump entries: glibc
-# still sees the real caller).
+# ones that do, tests/arm64/entries_test.sh (the jump entries: glibc
+# still sees the real caller) and tests/arm64/resolver_test.sh (the
+# runtime resolves dlopen past an interposer, on two emulated CPUs).
 set -eu
 cd "$(dirname "$0")/.."
 check=false
@@ -17,7 +18,7 @@ case ${1:-} in
     --check) check=true ;;
     "") ;;
     -h | --help)
-        sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -52,4 +53,5 @@ ninja -C build-arm64
 if $check; then
     meson test -C build-arm64 --num-processes 2 c99-api exports memtype-driver-fallback memtype-no-driver hooks-scan
     tests/arm64/entries_test.sh build-arm64
+    tests/arm64/resolver_test.sh build-arm64
 fi
