@@ -123,3 +123,32 @@ TEST(LdDebugLog, glibc_2_43_notes_on_failed_candidates_are_search_lines) {
     ASSERT_EQ(prog.later.size(), 1u);
     EXPECT_EQ(prog.later[0].lines, std::vector<std::string>{"    (no such file)"});
 }
+
+// An LD_AUDIT module named with a DST (--diff's, DIR/$PLATFORM/...) is
+// announced before the program, in namespace 1, "dynamically loaded by" the
+// loader: it names neither the program nor a lookup of it.
+TEST(LdDebugLog, an_audit_module_loaded_before_the_program_is_not_the_program) {
+    std::string text = log({
+        "",
+        "file=/tmp/c/$PLATFORM/ldsearch-env-audit.so [1];  dynamically loaded by /lib/ld-linux-aarch64.so.1 [0]",
+        "file=/tmp/c/$PLATFORM/ldsearch-env-audit.so [1];  generating link map",
+        "calling init: /tmp/c/aarch64/ldsearch-env-audit.so",
+        "opening file=/tmp/c/aarch64/ldsearch-env-audit.so [1]; direct_opencount=1",
+        "",
+        "file=libc.so.6 [0];  needed by ./m [0]",
+        "find library=libc.so.6 [0]; searching",
+        " search cache=/etc/ld.so.cache",
+        "  trying file=/lib/aarch64-linux-gnu/libc.so.6",
+        "",
+        "transferring control: ./m",
+    });
+    auto r = parse_ld_debug_log(text);
+    ASSERT_TRUE(r.process) << r.error;
+    EXPECT_EQ(r.unread, 0u) << (r.warnings.empty() ? "" : r.warnings[0]);
+    ASSERT_EQ(r.process->programs.size(), 1u);
+    const auto& prog = r.process->programs[0];
+    EXPECT_EQ(prog.argv0, "./m");
+    ASSERT_EQ(prog.startup.size(), 1u);
+    EXPECT_EQ(prog.startup[0].name, "libc.so.6");
+    EXPECT_TRUE(prog.later.empty());
+}

@@ -39,19 +39,36 @@ using namespace ldshim::loader;
 namespace ldsearch {
 namespace {
 
-constexpr const char* kRtld = "/lib64/ld-linux-x86-64.so.2";
+// The loader a library of each modelled machine is checked with (one with
+// no PT_INTERP names none); nullptr for another machine or class.
+const char* default_rtld(std::uint8_t elf_class, std::uint16_t machine) {
+    if (elf_class != ELFCLASS64) return nullptr;
+    if (machine == EM_X86_64) return "/lib64/ld-linux-x86-64.so.2";
+    if (machine == EM_AARCH64) return "/lib/ld-linux-aarch64.so.1";
+    return nullptr;
+}
+
+// The machine ldsearch itself runs on: its loader is always at hand, any
+// other's may be missing (no emulator, no multiarch libc).
+#if defined(__aarch64__)
+constexpr std::uint16_t kOwnMachine = EM_AARCH64;
+#else
+constexpr std::uint16_t kOwnMachine = EM_X86_64;
+#endif
+
 // The program a library is dlopen'ed from: one that needs nothing and has no
 // RPATH, served from memory under a name no file has.
 constexpr const char* kHostProgram = "/nonexistent/ldsearch-check-host";
 
-std::string host_program_bytes() {
+// That program, for the loader `rtld` of `machine`.
+std::string host_program_bytes(std::uint16_t machine, const std::string& rtld) {
     Elf64_Ehdr eh{};
     std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
     eh.e_ident[EI_CLASS] = ELFCLASS64;
     eh.e_ident[EI_DATA] = ELFDATA2LSB;
     eh.e_ident[EI_VERSION] = EV_CURRENT;
     eh.e_type = ET_EXEC;
-    eh.e_machine = EM_X86_64;
+    eh.e_machine = machine;
     eh.e_version = EV_CURRENT;
     eh.e_phoff = sizeof(Elf64_Ehdr);
     eh.e_ehsize = sizeof(Elf64_Ehdr);
@@ -60,20 +77,21 @@ std::string host_program_bytes() {
     Elf64_Phdr ph{};
     ph.p_type = PT_INTERP;
     ph.p_offset = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
-    ph.p_filesz = ph.p_memsz = std::strlen(kRtld) + 1;
+    ph.p_filesz = ph.p_memsz = rtld.size() + 1;
     std::string out(reinterpret_cast<const char*>(&eh), sizeof eh);
     out.append(reinterpret_cast<const char*>(&ph), sizeof ph);
-    out.append(kRtld, std::strlen(kRtld) + 1);
+    out.append(rtld.c_str(), rtld.size() + 1);
     return out;
 }
 
 // The shared filesystem, plus the empty host program.
 class HostedFs final : public Fs {
 public:
-    explicit HostedFs(Fs& inner) : inner_(inner) {}
+    HostedFs(Fs& inner, std::uint16_t machine, std::string rtld)
+        : inner_(inner), machine_(machine), rtld_(std::move(rtld)) {}
     OpenResult open(const std::string& path) override {
         if (path != kHostProgram) return inner_.open(path);
-        return {std::make_shared<MemoryImage>(host_program_bytes(), FileId{}, 0100755), 0};
+        return {std::make_shared<MemoryImage>(host_program_bytes(machine_, rtld_), FileId{}, 0100755), 0};
     }
     StatResult stat(const std::string& path) override { return inner_.stat(path); }
     std::string cwd() override { return inner_.cwd(); }
@@ -81,6 +99,8 @@ public:
 
 private:
     Fs& inner_;
+    std::uint16_t machine_;
+    std::string rtld_;
 };
 
 // Files the loader skipped for their class or machine.
@@ -94,6 +114,7 @@ public:
 };
 
 struct Loader {
+    std::string path;  // as the files name it (inside --root)
     std::optional<LoaderConfig> cfg;
     std::string error;
     const LdCache* cache = nullptr;
@@ -101,22 +122,35 @@ struct Loader {
 
 // What every worker shares.
 struct Shared {
+    explicit Shared(std::unique_ptr<ldshim::host::RootFs> root) : fs(std::move(root)) {}
     SharedFs fs;
     std::vector<std::string> roots;  // the checked trees, resolved
     EngineOptions base;              // the modelled environment
     bool no_config_cache = false;
     std::mutex mu;
-    std::map<std::string, Loader> loaders;                   // by interpreter
-    std::map<std::string, std::unique_ptr<LdCache>> caches;  // by path
+    std::map<std::pair<std::string, std::uint16_t>, Loader> loaders;  // by interpreter, machine
+    std::map<std::string, std::unique_ptr<LdCache>> caches;           // by path
+    std::set<std::string> warnings;                                   // said once each
 
-    const Loader& loader(const std::string& interp) {
+    // The loader `interp` of files of `machine`, asked once; another
+    // machine's runs through its emulator (binfmt_misc).
+    const Loader& loader(const std::string& interp, std::uint16_t machine) {
         std::lock_guard lock(mu);
-        auto [it, fresh] = loaders.try_emplace(interp);
+        auto [it, fresh] = loaders.try_emplace({interp, machine});
         Loader& l = it->second;
         if (!fresh) return l;
+        l.path = interp;
+        auto cpu_env = ldshim::host::LoaderCpuEnv::of_this_process();
+        cpu_env.emulator = ldshim::host::emulator_identity(machine);
         l.cfg = ldshim::host::query_loader_cached(
-            interp, no_config_cache ? std::string() : ldshim::host::default_cache_dir(), &l.error);
+            fs.host(interp), no_config_cache ? std::string() : ldshim::host::default_cache_dir(), &l.error, cpu_env);
         if (!l.cfg) return l;
+        if (l.cfg->elf_class != ELFCLASS64 || l.cfg->machine != machine) {
+            l.error = interp + ": the loader runs ELF machine " + std::to_string(l.cfg->machine) + ", not " +
+                      std::to_string(machine);
+            l.cfg.reset();
+            return l;
+        }
         auto& c = caches[l.cfg->cache_path];
         if (!c) c = std::make_unique<LdCache>(LdCache::load(fs, l.cfg->cache_path));
         l.cache = c.get();
@@ -191,7 +225,7 @@ struct Run {
 
 // One process model: PROGRAM's startup, or a dlopen of LIB by its path.
 void model(Shared& sh, const Loader& l, const std::string& path, bool program, const EngineOptions& opts, Run& r) {
-    r.fs = std::make_unique<HostedFs>(sh.fs);
+    r.fs = std::make_unique<HostedFs>(sh.fs, l.cfg->machine, l.path);
     r.engine = std::make_unique<Engine>(*l.cfg, *r.fs, *l.cache, &r.sink, opts);
     StartResult s = r.engine->start(program ? path : std::string(kHostProgram));
     if (!s.ok) r.error = s.error;
@@ -232,7 +266,7 @@ void analyse(Shared& sh, const Loader& l, CheckedFile& f) {
     EngineOptions opts = sh.base;
     opts.argv0 = f.path;
     opts.keep_going = true;
-    opts.secure = program && starts_secure(f.path);
+    opts.secure = program && starts_secure(sh.fs.host(f.path));
     Run r;
     model(sh, l, f.path, program, opts, r);
     if (r.error) f.problems.push_back({"error", f.path, *r.error, ""});
@@ -262,10 +296,12 @@ void check_file(Shared& sh, CheckedFile& f) {
         return;
     }
     const ObjectFacts& ff = facts.facts;
-    if (ff.elf_class != ELFCLASS64 || ff.machine != EM_X86_64) {
+    const char* rtld = default_rtld(ff.elf_class, ff.machine);
+    if (!rtld) {
         f.kind = CheckedFile::Kind::foreign;
         return;
     }
+    f.machine = ff.machine;
     if (ff.interp)
         f.kind = CheckedFile::Kind::program;
     else if (ff.type == ET_DYN && ff.has_dynamic)
@@ -274,7 +310,15 @@ void check_file(Shared& sh, CheckedFile& f) {
         f.kind = CheckedFile::Kind::not_dynamic;
         return;
     }
-    const Loader& l = sh.loader(ff.interp.value_or(kRtld));
+    const Loader& l = sh.loader(ff.interp.value_or(rtld), ff.machine);
+    if (!l.cfg && ff.machine != kOwnMachine) {
+        // Another machine's file where its loader cannot run here: skipped,
+        // as before aarch64 was modelled, with the reason said once.
+        f.kind = CheckedFile::Kind::foreign;
+        std::lock_guard lock(sh.mu);
+        sh.warnings.insert(l.error + " (files of ELF machine " + std::to_string(ff.machine) + " skipped)");
+        return;
+    }
     if (!l.cfg) {
         f.problems.push_back({"error", f.path, l.error, ""});
         return;
@@ -284,12 +328,16 @@ void check_file(Shared& sh, CheckedFile& f) {
 
 // Regular files under `dir`, depth first; symbolic links are not followed
 // (a file reached through one is checked where it lies, if inside a tree).
-void walk(const std::string& dir, std::vector<std::string>& files, std::vector<std::string>& warnings) {
+// Under --root the paths are inside it, read through their host paths.
+void walk(const SharedFs& fs, const std::string& dir, std::vector<std::string>& files,
+          std::vector<std::string>& warnings) {
     std::vector<std::string> stack{dir};
     while (!stack.empty()) {
         std::string d = std::move(stack.back());
         stack.pop_back();
-        DIR* dp = ::opendir(d.c_str());
+        std::string host = fs.host(d);
+        if (host.empty()) errno = ENOENT;  // unresolvable inside --root
+        DIR* dp = host.empty() ? nullptr : ::opendir(host.c_str());
         if (!dp) {
             warnings.push_back(d + ": " + std::strerror(errno));
             continue;
@@ -301,7 +349,7 @@ void walk(const std::string& dir, std::vector<std::string>& files, std::vector<s
             unsigned char type = de->d_type;
             if (type == DT_UNKNOWN) {
                 struct stat st {};
-                if (::lstat(p.c_str(), &st) != 0) continue;
+                if (::lstat((host + "/" + de->d_name).c_str(), &st) != 0) continue;
                 type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
             }
             if (type == DT_DIR) stack.push_back(p);
@@ -317,14 +365,15 @@ int gather(const std::vector<std::string>& operands, Shared& sh, std::vector<std
            std::vector<std::string>& warnings) {
     for (const auto& op : operands) {
         struct stat st {};
-        if (op.empty() || ::stat(op.c_str(), &st) != 0) {
+        std::string host = op.empty() ? op : sh.fs.host(op);
+        if (host.empty() || ::stat(host.c_str(), &st) != 0) {
             std::fprintf(stderr, "ldsearch: check: %s: %s\n", op.c_str(),
-                         op.empty() ? "empty path" : std::strerror(errno));
+                         op.empty() ? "empty path" : std::strerror(host.empty() ? ENOENT : errno));
             return kBadInput;
         }
         std::string tree = op;
         if (S_ISDIR(st.st_mode)) {
-            walk(op, files, warnings);
+            walk(sh.fs, op, files, warnings);
         } else if (S_ISREG(st.st_mode)) {
             files.push_back(op);
             auto slash = op.rfind('/');
@@ -345,12 +394,27 @@ unsigned worker_count(unsigned jobs, std::size_t files) {
     return static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(files, 1)));
 }
 
+// The filesystem of the check: under --root, the root's, started where the
+// host's working directory lies inside it (as `ldsearch --root` does).
+std::unique_ptr<ldshim::host::RootFs> open_root(const Options& o) {
+    if (!o.root) return nullptr;
+    struct stat st {};
+    if (::stat(o.root->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return nullptr;
+    return std::make_unique<ldshim::host::RootFs>(
+        *o.root, ldshim::host::RootFs::cwd_inside(*o.root, ldshim::host::RealFs().cwd()));
+}
+
 }  // namespace
 
 int run_check(const Options& o) {
     // Thousands of files: memory must be reused, so malloc from here on.
     close_process_arena();
-    Shared sh;
+    auto root = open_root(o);
+    if (o.root && !root) {
+        std::fprintf(stderr, "ldsearch: check: --root %s: not a directory\n", o.root->c_str());
+        return kBadInput;
+    }
+    Shared sh(std::move(root));
     sh.no_config_cache = o.no_cache;
     model_environment(sh.base, [](const std::string& name) -> std::optional<std::string> {
         const char* v = std::getenv(name.c_str());
@@ -369,6 +433,7 @@ int run_check(const Options& o) {
     for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
+    warnings.insert(warnings.end(), sh.warnings.begin(), sh.warnings.end());
     return report_check(o, files, warnings);
 }
 

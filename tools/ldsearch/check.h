@@ -8,6 +8,7 @@
 #include "loader/fs.h"
 #include "options.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct CheckedFile {
     enum class Kind : std::uint8_t { program, library, not_elf, foreign, not_dynamic, unreadable };
     std::string path;
     Kind kind = Kind::not_elf;
+    std::uint16_t machine = 0;  // e_machine, once read
     std::vector<CheckProblem> problems;
     std::vector<CheckResolved> resolved;
 };

@@ -19,19 +19,21 @@ struct Target {
 };
 using Duplicates = std::map<std::string, std::vector<Target>>;
 
-// SONAMEs that resolved to more than one file (by device and inode).
+// SONAMEs that resolved to more than one file (by device and inode), each
+// machine's apart: an x86-64 and an aarch64 libc.so.6 are no duplicate.
 Duplicates duplicates(const std::vector<CheckedFile>& files) {
-    std::map<std::string, std::map<std::pair<std::uint64_t, std::uint64_t>, Target>> by_name;
+    using Key = std::pair<std::string, std::uint16_t>;
+    std::map<Key, std::map<std::pair<std::uint64_t, std::uint64_t>, Target>> by_name;
     for (const auto& f : files)
         for (const auto& r : f.resolved) {
-            Target& t = by_name[r.soname][{r.id.dev, r.id.ino}];
+            Target& t = by_name[{r.soname, f.machine}][{r.id.dev, r.id.ino}];
             if (t.path.empty()) t.path = r.path;
             if (t.users.empty() || t.users.back() != f.path) t.users.push_back(f.path);
         }
     Duplicates out;
-    for (auto& [name, targets] : by_name) {
+    for (auto& [key, targets] : by_name) {
         if (targets.size() < 2) continue;
-        auto& v = out[name];
+        auto& v = out[key.first];
         for (auto& [id, t] : targets) v.push_back(std::move(t));
     }
     return out;

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 using namespace ldshim::loader;
 using namespace ldshim::host;
@@ -135,6 +136,36 @@ EngineOptions program_options(const LoggedProgram& prog, const ObjectFacts& fact
     return opts;
 }
 
+// The configuration of the loader that ran `program` (its PT_INTERP), as
+// the process's environment made it see the CPU; nullopt once skipped.  An
+// aarch64 program ran through qemu-user, which joins the cache key.
+std::optional<LoaderConfig> program_loader(long pid, const std::string& program, const ObjectFacts& facts,
+                                           const Environment* env, Totals& t) {
+    std::string head = "process " + std::to_string(pid) + ": ";
+    bool modelled = facts.machine == kMachineX86_64 || facts.machine == kMachineAarch64;
+    if (facts.elf_class != 2 || !modelled) {
+        skip(t, head + program + ": ELF class " + std::to_string(facts.elf_class) + " machine " +
+                    std::to_string(facts.machine) + " is not modelled");
+        return std::nullopt;
+    }
+    std::string err;
+    auto cpu_env = env ? LoaderCpuEnv::of(*env) : LoaderCpuEnv::of_this_process();
+    cpu_env.emulator = emulator_identity(facts.machine);
+    auto cfg = query_loader_cached(*facts.interp, default_cache_dir(), &err, cpu_env);
+    if (!cfg) {
+        skip(t, head + err);
+        return std::nullopt;
+    }
+    // The loader ran the program, so their machines agree unless the file
+    // changed since; a mismatch would model nothing the loader did.
+    if (cfg->elf_class != facts.elf_class || cfg->machine != facts.machine) {
+        skip(t, head + program + ": ELF machine " + std::to_string(facts.machine) + ", but its loader " +
+                    *facts.interp + " runs machine " + std::to_string(cfg->machine));
+        return std::nullopt;
+    }
+    return cfg;
+}
+
 // Replays one program of one process, started with `env` (null: unknown).
 void replay_program(long pid, const LoggedProgram& prog, const Environment* env, Totals& t) {
     std::string path = find_program(prog.argv0, [](const std::string& c) { return access(c.c_str(), X_OK) == 0; });
@@ -146,13 +177,8 @@ void replay_program(long pid, const LoggedProgram& prog, const Environment* env,
         skip(t, "process " + std::to_string(pid) + ": cannot find program '" + prog.argv0 + "' to replay it");
         return;
     }
-    std::string err;
-    auto cpu_env = env ? LoaderCpuEnv::of(*env) : LoaderCpuEnv::of_this_process();
-    auto cfg = query_loader_cached(*facts.facts.interp, default_cache_dir(), &err, cpu_env);
-    if (!cfg) {
-        skip(t, "process " + std::to_string(pid) + ": " + err);
-        return;
-    }
+    auto cfg = program_loader(pid, path, facts.facts, env, t);
+    if (!cfg) return;
     LdCache cache = LdCache::load(fs, cfg->cache_path);
     EngineOptions opts = program_options(prog, facts.facts, env);
     opts.secure = starts_secure(path);
@@ -253,12 +279,16 @@ int summary(const Totals& t) {
 }
 
 // The capture directory and what ldsearch and the command wrote into it
-// (the logs, the environment records, the audit module); nothing else is
-// ever there, since ldsearch made it with mkdtemp.
-void remove_capture(const std::string& dir) {
+// (the logs, the environment records, the audit modules, one directory deep
+// when there are several); nothing else is ever there, since ldsearch made
+// it with mkdtemp.
+void remove_capture(const std::string& dir, bool nested = true) {
     if (DIR* d = opendir(dir.c_str())) {
-        while (dirent* e = readdir(d))
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) unlinkat(dirfd(d), e->d_name, 0);
+        while (dirent* e = readdir(d)) {
+            if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+            if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno == EISDIR && nested)
+                remove_capture(dir + "/" + e->d_name, false);
+        }
         closedir(d);
     }
     rmdir(dir.c_str());

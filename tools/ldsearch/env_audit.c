@@ -136,6 +136,12 @@ __attribute__((visibility("default"))) unsigned int la_version(unsigned int vers
     char prefix[kPathMax];
     long length = scan_environ(prefix, sizeof prefix);
     if (length >= 0 && prefix[0] == '/') record(prefix, length);
+#if defined(__aarch64__)
+    /* glibc 2.35 changed aarch64's register layout for the PLT callbacks
+     * (none here) with version 2 and refuses modules that return 1. */
+    return version >= 2 ? 2 : version;
+#else
     /* Version 1 is understood by every glibc that has LD_AUDIT. */
     return version >= 1 ? 1 : 0;
+#endif
 }

@@ -3,21 +3,52 @@
 #include "host/real_fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace ldsearch {
 
 // The module's bytes (env_audit_blob.cc, generated from env_audit.c).
 extern const unsigned char kEnvAuditModule[];
 extern const std::size_t kEnvAuditModule_size;
+#ifdef LDSEARCH_ENV_AUDIT_AARCH64
+// The same module built for aarch64 (env_audit_aarch64_blob.cc).
+extern const unsigned char kEnvAuditModuleAarch64[];
+extern const std::size_t kEnvAuditModuleAarch64_size;
+#endif
 
 namespace {
 
 constexpr const char* kRecordsName = "/env";
+constexpr const char* kModuleName = "/ldsearch-env-audit.so";
+
+// One build of the module, and the values $PLATFORM takes in a loader of its
+// machine: AT_PLATFORM, or on x86-64 before glibc 2.37 the name the loader
+// gave a CPU with AVX2 or AVX-512 in its place.
+struct AuditBuild {
+    const unsigned char* data;
+    std::size_t size;
+    std::vector<const char*> platforms;
+};
+
+std::vector<AuditBuild> audit_builds() {
+#if defined(__x86_64__)
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {"x86_64", "haswell", "xeon_phi"}}};
+#elif defined(__aarch64__)
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {"aarch64"}}};
+#else
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {}}};
+#endif
+#ifdef LDSEARCH_ENV_AUDIT_AARCH64
+    out.push_back({kEnvAuditModuleAarch64, kEnvAuditModuleAarch64_size, {"aarch64"}});
+#endif
+    return out;
+}
 
 bool write_file(const std::string& path, const unsigned char* data, std::size_t size, std::string* error) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -34,8 +65,25 @@ bool write_file(const std::string& path, const unsigned char* data, std::size_t 
 }  // namespace
 
 std::optional<EnvRecorder> install_env_recorder(const std::string& dir, std::string* error) {
-    EnvRecorder r{dir + "/ldsearch-env-audit.so", dir + kRecordsName};
-    if (!write_file(r.module_path, kEnvAuditModule, kEnvAuditModule_size, error)) return std::nullopt;
+    auto builds = audit_builds();
+    if (builds.size() == 1) {
+        EnvRecorder r{dir + kModuleName, dir + kRecordsName};
+        if (!write_file(r.module_path, builds[0].data, builds[0].size, error)) return std::nullopt;
+        return r;
+    }
+    // A loader of another machine cannot open this one's module (it prints
+    // an error and records nothing), and LD_AUDIT takes no search: each
+    // build goes to DIR/PLATFORM/, and $PLATFORM picks the loader's own.
+    EnvRecorder r{dir + "/$PLATFORM" + kModuleName, dir + kRecordsName};
+    for (const auto& b : builds)
+        for (const char* platform : b.platforms) {
+            std::string sub = dir + "/" + platform;
+            if (::mkdir(sub.c_str(), 0755) != 0) {
+                *error = sub + ": " + std::strerror(errno);
+                return std::nullopt;
+            }
+            if (!write_file(sub + kModuleName, b.data, b.size, error)) return std::nullopt;
+        }
     return r;
 }
 

@@ -12,7 +12,9 @@
 namespace ldsearch {
 
 struct EnvRecorder {
-    std::string module_path;    // the audit module, inside the capture directory
+    // The audit module, inside the capture directory; with modules of two
+    // machines, DIR/$PLATFORM/NAME, which each loader expands to its own.
+    std::string module_path;
     std::string output_prefix;  // records go to OUTPUT_PREFIX.PID
 };
 

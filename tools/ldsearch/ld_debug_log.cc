@@ -184,6 +184,10 @@ struct LogReader {
         }
         if (is_file_note(p)) return nullptr;
         if (!parse_file_line(p.substr(5), l)) return "a file= line of an unknown form";
+        // An LD_AUDIT module named with a DST ($PLATFORM: --diff's own, see
+        // env_capture.cc) is announced before the program, in a namespace
+        // of its own: neither the program nor a lookup of it.
+        if (!have_prog && l.ns != 0) return nullptr;
         if (l.dynamic) unnamed_objects = 0;
         if (started && !l.dynamic && !known.count(l.requester)) {
             if (unnamed_objects > 0) {

@@ -13,11 +13,11 @@ _ldsearch() {
         --hwcaps) COMPREPLY=($(compgen -W "x86-64-v4,x86-64-v3,x86-64-v2 x86-64-v3,x86-64-v2 x86-64-v2 none" -- "$cur")); return ;;
         --dlopen|--dlopen-noload|--dlmopen|--from|--inhibit-rpath|--platform|--lib) return ;;
     esac
-    # check [--json] [--jobs N] [--no-config-cache] PATH...
+    # check [--json] [--jobs N] [--no-config-cache] [--root DIR] PATH...
     if [[ $cword -gt 1 && ${words[1]} == check ]]; then
         [[ $prev == --jobs || $prev == -j ]] && return
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--json --jobs --no-config-cache --help" -- "$cur"))
+            COMPREPLY=($(compgen -W "--json --jobs --no-config-cache --root --help" -- "$cur"))
         else
             _filedir
         fi

@@ -23,7 +23,7 @@ and applied as the loader would apply them for PROGRAM.
        ldsearch why NAME [--from OBJECT] [OPTION]... PROGRAM
        ldsearch --diff [--keep] [--json] -- COMMAND [ARG]...
        ldsearch --replay [--json] LOG...
-       ldsearch check [--json] [--jobs N] [--no-config-cache] PATH...
+       ldsearch check [--json] [--jobs N] [--no-config-cache] [--root DIR] PATH...
 Modes (the first argument; "ldsearch -- tree" means a program named tree):
   tree                   the dependency tree instead: every DT_NEEDED entry,
                          the file it resolved to and how it was found (RPATH
@@ -44,18 +44,23 @@ Modes (the first argument; "ldsearch -- tree" means a program named tree):
                          files and directories PATH (symbolic links inside
                          a directory are not followed; other files, and ELF
                          files for another class or machine, are counted and
-                         skipped), in parallel: each program resolved as at
-                         its start (as --keep-going models it), each library
-                         as a dlopen of its path from a program that needs
-                         nothing.  Reports missing libraries (and who needs
-                         them), libraries found only through
+                         skipped; x86-64 and aarch64 files are each checked
+                         with their own machine's loader, an aarch64 one
+                         through qemu-user, and skipped with a warning where
+                         it cannot run), in parallel: each program resolved
+                         as at its start (as --keep-going models it), each
+                         library as a dlopen of its path from a program that
+                         needs nothing.  Reports missing libraries (and who
+                         needs them), libraries found only through
                          LD_LIBRARY_PATH, RPATH/RUNPATH entries that name no
                          directory or one outside the PATHs, files skipped
                          for their ELF class or machine, and SONAMEs resolved
                          to different files across the checked files; then a
                          summary line.  --jobs N: N threads (default: one per
-                         CPU).  Exit status 0 if nothing is reported, 1 if
-                         anything is, 3 if a PATH does not exist
+                         CPU).  --root DIR: PATHs, libraries and loaders are
+                         those inside DIR, as for --root below.  Exit status
+                         0 if nothing is reported, 1 if anything is, 3 if a
+                         PATH does not exist
 
 Checking ldsearch against the real loader:
   --diff -- COMMAND      run COMMAND with LD_DEBUG=libs,files written through
@@ -218,7 +223,7 @@ ParseResult parse_check_mode(int argc, char** argv) {
     return {std::move(o)};
 }
 
-// check [--json] [--jobs N] [--no-config-cache] [--] PATH...
+// check [--json] [--jobs N] [--no-config-cache] [--root DIR] [--] PATH...
 ParseResult parse_check_command(int argc, char** argv) {
     Options o;
     o.mode = Mode::check;
@@ -235,6 +240,9 @@ ParseResult parse_check_command(int argc, char** argv) {
             o.json = true;
         } else if (options && a == "--no-config-cache") {
             o.no_cache = true;
+        } else if (options && a == "--root") {
+            if (i + 1 >= argc) return usage("option '" + a + "' requires an argument");
+            o.root = argv[++i];
         } else if (options && (a == "--jobs" || a == "-j")) {
             if (i + 1 >= argc) return usage("option '" + a + "' requires an argument");
             std::string n = argv[++i];
