@@ -447,9 +447,17 @@ bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
     // The first operation where ldshim differs from glibc must be one where
     // it does what glibc does when asked by path; after it the two processes
     // hold different objects, and what follows is that difference's wake.
+    // Or that first operation is made from an object only the limit loaded
+    // (a dependency glibc found again under the name ldshim's load did not
+    // give it): the real process does not hold the caller (SKIP), glibc
+    // asked by path holds it as ldshim's process does, and from there each
+    // answers from its own objects.
     std::size_t i = 0;
     while (i < real.size() && i < ldshim.size() && real[i] == ldshim[i]) ++i;
-    bool known = i < ldshim.size() && i < glibc.size() && ldshim[i] == glibc[i] && glibc[i] != real[i];
+    if (i >= ldshim.size() || i >= glibc.size() || glibc[i] == real[i]) return false;
+    const bool as_by_path = ldshim[i] == glibc[i];
+    const bool caller_only_the_limit_loaded = real[i] == "SKIP" && ldshim[i] != "SKIP" && glibc[i] != "SKIP";
+    bool known = as_by_path || caller_only_the_limit_loaded;
     const char* verbose = std::getenv("LDSHIM_GEN_VERBOSE");
     if (!known && verbose && std::atoi(verbose) >= 2)
         std::printf("not the known limit: glibc asked by path, against ldshim:\n%s",
