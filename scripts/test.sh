@@ -21,6 +21,8 @@
 #                             (GLIBC_2.28 at most), unpacked and used as nobody
 #                             here and in every root (scripts/release-test.sh)
 #   build matrix              plain and clang builds (all of it: --full)
+#   aarch64                   cross build, and what passes under qemu-user
+#                             (scripts/cross-aarch64.sh --check)
 #   Debian packages           build, lintian, install into a fresh root, use
 # Arguments go to the first meson test run (e.g. a suite name).
 set -eu
@@ -67,6 +69,7 @@ check "Release tarball: built in bullseye, GLIBC_2.28 at most, relocated and use
 check "The random-tree generator in every glibc root built here: 100 trees each" \
     ./scripts/glibc-root-generator.sh --seeds 100
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
+check "aarch64: cross build, the suites that pass under qemu-user" ./scripts/cross-aarch64.sh --check
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 
 python3 - "$checks_passed" "$checks_failed" "$checks_skipped" build/meson-logs/testlog.junit.xml \
