@@ -13,17 +13,8 @@
 #     the next definition after the program, not after libldshim.
 # Exit 77 (SKIPPED) without the cross compiler or a way to run arm64.
 set -eu
-build=$(cd "${1:?usage: entries_test.sh BUILD_ARM64}" && pwd)
-preload=$build/preload/libldshim_preload.so
-command -v aarch64-linux-gnu-gcc >/dev/null || { echo "SKIPPED: no aarch64-linux-gnu-gcc"; exit 77; }
-[ -f "$preload" ] || { echo "SKIPPED: $preload not built"; exit 77; }
-if [ "$(head -1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null)" != enabled ]; then
-    echo "SKIPPED: qemu-aarch64 is not registered in binfmt_misc (scripts/arm64-root.sh does it)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
+# shellcheck source=tests/arm64/preload_test_setup.sh
+. "$(dirname "$0")/preload_test_setup.sh"
 mkdir plug
 cat > a.c <<'EOF'
 #include <dlfcn.h>

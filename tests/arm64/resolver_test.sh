@@ -20,17 +20,8 @@
 # Exit 77 (SKIPPED) without the cross compiler, the build or a way to run
 # arm64 programs.
 set -eu
-build=$(cd "${1:?usage: resolver_test.sh BUILD_ARM64}" && pwd)
-preload=$build/preload/libldshim_preload.so
-command -v aarch64-linux-gnu-gcc >/dev/null || { echo "SKIPPED: no aarch64-linux-gnu-gcc"; exit 77; }
-[ -f "$preload" ] || { echo "SKIPPED: $preload not built"; exit 77; }
-if [ "$(head -1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null)" != enabled ]; then
-    echo "SKIPPED: qemu-aarch64 is not registered in binfmt_misc (scripts/arm64-root.sh does it)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
+# shellcheck source=tests/arm64/preload_test_setup.sh
+. "$(dirname "$0")/preload_test_setup.sh"
 mkdir -p ra/atomics rb/atomics rc/atomics wrapdeps
 
 # The callers: one library per case, each with its own plugin.
