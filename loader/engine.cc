@@ -815,14 +815,20 @@ bool Engine::compact(std::vector<int>* remap_out) {
     return true;
 }
 
-int Engine::find_object(const std::string& what) const {
+std::vector<int> Engine::objects_named(const std::string& what) const {
+    std::vector<int> named;
     for (std::size_t i = 0; i < objects_.size(); ++i) {
         const Object& o = objects_[i];
         if (o.ns != 0 || o.removed) continue;
         if ((!o.name.empty() && o.name == what) || (!what.empty() && contains(o.names, what)) ||
             (o.facts.soname && *o.facts.soname == what))
-            return static_cast<int>(i);
+            named.push_back(static_cast<int>(i));
     }
+    return named;
+}
+
+int Engine::find_object(const std::string& what) const {
+    if (auto named = objects_named(what); !named.empty()) return named.front();
     // A path to the same file (e.g. the program itself, or a symlink).
     auto r = fs_.open(what);
     if (r.image) {

@@ -125,6 +125,10 @@ public:
     // The object named `what` in namespace 0: by l_name, any loaded name or
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
+    // Every object of namespace 0 that answers to `what` by its l_name, a
+    // name it was asked for or its SONAME, in load order (two copies of one
+    // library can share a SONAME).
+    std::vector<int> objects_named(const std::string& what) const;
 
     // Keeping the model in step with a live process (resolver/live_process.h): add an
     // object that was loaded without the engine (its loader is unknown, as

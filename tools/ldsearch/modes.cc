@@ -77,14 +77,7 @@ int from_object(const Engine& e, const std::string& what, const std::string& pro
     }
     const auto& objs = e.objects();
     if (objs[static_cast<std::size_t>(found)].name == what || what.find('/') != std::string::npos) return found;
-    std::vector<int> answering;
-    for (std::size_t i = 0; i < objs.size(); ++i) {
-        const Object& o = objs[i];
-        if (o.ns != 0 || o.removed) continue;
-        if (std::find(o.names.begin(), o.names.end(), what) != o.names.end() ||
-            (o.facts.soname && *o.facts.soname == what))
-            answering.push_back(static_cast<int>(i));
-    }
+    std::vector<int> answering = e.objects_named(what);
     if (answering.size() < 2) return found;
     std::string list;
     for (int i : answering) list += (list.empty() ? "" : ", ") + object_display(e, i, program);
