@@ -9,8 +9,10 @@
 # with warnings as errors; most suites do not pass under emulation yet
 # (their fixtures are built with the host's cc), so --check runs only the
 # ones that do, tests/arm64/entries_test.sh (the jump entries: glibc
-# still sees the real caller) and tests/arm64/resolver_test.sh (the
-# runtime resolves dlopen past an interposer, on two emulated CPUs).
+# still sees the real caller), tests/arm64/resolver_test.sh (the
+# runtime resolves dlopen past an interposer, on two emulated CPUs),
+# scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
+# (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 150).
 set -eu
 cd "$(dirname "$0")/.."
 check=false
@@ -18,7 +20,7 @@ case ${1:-} in
     --check) check=true ;;
     "") ;;
     -h | --help)
-        sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -59,4 +61,7 @@ if $check; then
     tests/arm64/entries_test.sh build-arm64 || [ $? -eq 77 ]
     tests/arm64/resolver_test.sh build-arm64 || [ $? -eq 77 ]
     scripts/arm64-repro.sh bookworm || [ $? -eq 77 ] # the report, arm64 Open MPI + UCX (77: skipped)
+    # CI's share of the random trees on each arm64 root and CPU (the full
+    # run: scripts/arm64-generator.sh --seeds 2000).
+    scripts/arm64-generator.sh --seeds "${LDSHIM_ARM64_GEN_SEEDS:-150}" || [ $? -eq 77 ]
 fi

@@ -25,9 +25,36 @@ struct Logical {
     std::string request, file, soname;
 };
 
+// The names that depend on the loader's machine.  Each list keeps its
+// length across machines, so that a seed draws the same tree shape on both.
+struct MachineNames {
+    // Directories of a tree named like subdirectories the loader tries.
+    std::vector<std::string> dir_names;
+    // Where a copy may sit inside a directory: the loader's subdirectories,
+    // and one another machine's loader tries (never searched here).
+    std::vector<std::string> subdirs;
+    std::string system_lib;  // a default directory, as a list element
+};
+
+const MachineNames& names_for(Machine m) {
+    static const MachineNames x86_64{{"x86_64", "tls", "haswell", "d0/x86_64", "d1/tls", "d0/haswell"},
+                                     {"glibc-hwcaps/x86-64-v2/", "glibc-hwcaps/x86-64-v3/", "glibc-hwcaps/x86-64-v4/",
+                                      "tls/", "x86_64/", "tls/x86_64/", "haswell/", "tls/haswell/x86_64/"},
+                                     "/usr/lib/x86_64-linux-gnu"};
+    // glibc on aarch64 has no glibc-hwcaps subdirectories; up to 2.36 the
+    // legacy ones are the platform (aarch64), `atomics` (HWCAP_ATOMICS) and
+    // tls.
+    static const MachineNames aarch64{{"aarch64", "tls", "atomics", "d0/aarch64", "d1/tls", "d0/atomics"},
+                                      {"glibc-hwcaps/x86-64-v2/", "atomics/", "aarch64/atomics/", "tls/", "aarch64/",
+                                       "tls/aarch64/", "tls/atomics/", "tls/aarch64/atomics/"},
+                                      "/usr/lib/aarch64-linux-gnu"};
+    return m == Machine::aarch64 ? aarch64 : x86_64;
+}
+
 // What generation draws from: the directories, the logical libraries, the
 // files placed so far.
 struct Shape {
+    const MachineNames* names = nullptr;
     std::vector<std::string> dirs;
     std::vector<std::string> spellings;  // dirs, and links to them: what lists may name
     std::vector<Logical> logicals;
@@ -81,11 +108,11 @@ std::string element(Rng& r, const Shape& s, const std::string& owner_dir) {
     if (roll < 68) return "";
     if (roll < 72) return d;  // relative to the working directory
     if (roll < 75) return r.chance(50) ? "$ORIGIN" : "${ORIGIN}";
-    if (roll < 78) return r.chance(50) ? "/usr/lib/x86_64-linux-gnu" : "/lib";
+    if (roll < 78) return r.chance(50) ? s.names->system_lib : "/lib";
     if (roll < 81) return "@/afile";  // a regular file, absolute: pruned
     if (roll < 83) return "afile";    // relative: ENOTDIR abandons the list
     if (roll < 84) return "@/" + d + "/$LIB";
-    if (roll < 86) return "@/" + d + (r.chance(50) ? "/$PLATFORM" : "/${PLATFORM}");  // x86_64 or haswell, say
+    if (roll < 86) return "@/" + d + (r.chance(50) ? "/$PLATFORM" : "/${PLATFORM}");  // x86_64, haswell, aarch64
     if (roll < 90) return "@/" + d + "/tls";
     return origin_to(r, owner_dir, d) + "/";
 }
@@ -113,15 +140,15 @@ void add_paths(Rng& r, const Shape& s, const std::string& owner_dir, PathList& r
         runpath = path_list(r, s, owner_dir);
 }
 
-Shape make_shape(Rng& r) {
+Shape make_shape(Rng& r, Machine m) {
     Shape s;
+    s.names = &names_for(m);
     for (std::size_t i = 0, n = 2 + r.below(3); i < n; ++i) s.dirs.push_back("d" + std::to_string(i));
     if (r.chance(20)) s.dirs.push_back("d0/sub");
     // A directory named like a subdirectory the loader tries in every
     // directory: in a list it is a pool entry of its own, and a
     // subdirectory of another entry as well.
-    if (r.chance(25))
-        s.dirs.push_back(r.pick<std::string>({"x86_64", "tls", "haswell", "d0/x86_64", "d1/tls", "d0/haswell"}));
+    if (r.chance(25)) s.dirs.push_back(r.pick(s.names->dir_names));
     if (r.chance(15)) s.dirs.push_back("d1/e");
     s.spellings = s.dirs;
     for (std::size_t i = 0, n = 2 + r.below(5); i < n; ++i) {
@@ -140,15 +167,7 @@ Shape make_shape(Rng& r) {
 // Where a copy of a library goes: a directory, sometimes one of the
 // subdirectories the loader tries inside each directory.
 std::string placement(Rng& r, const Shape& s, const Logical& l) {
-    static const std::vector<std::string> subs = {"glibc-hwcaps/x86-64-v2/",
-                                                  "glibc-hwcaps/x86-64-v3/",
-                                                  "glibc-hwcaps/x86-64-v4/",
-                                                  "tls/",
-                                                  "x86_64/",
-                                                  "tls/x86_64/",
-                                                  "haswell/",
-                                                  "tls/haswell/x86_64/"};
-    std::string sub = r.chance(60) ? "" : r.pick(subs);
+    std::string sub = r.chance(60) ? "" : r.pick(s.names->subdirs);
     return r.pick(s.dirs) + "/" + sub + l.file;
 }
 
@@ -287,11 +306,11 @@ std::string join(const std::vector<std::string>& v, char sep) {
 
 }  // namespace
 
-GenTree generate(std::uint64_t seed, bool with_cache) {
+GenTree generate(std::uint64_t seed, bool with_cache, Machine machine) {
     Rng r(seed);
     GenTree t;
     t.seed = seed;
-    Shape s = make_shape(r);
+    Shape s = make_shape(r, machine);
     t.dirs = s.dirs;
     t.files = {"afile"};
     // The same directory under another name: "l0 -> d1/e", say.  Through a

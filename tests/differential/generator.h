@@ -58,7 +58,11 @@ struct GenTree {
     std::vector<GenOp> ops;
 };
 
-GenTree generate(std::uint64_t seed, bool with_cache);
+// The machine whose loader runs the trees: it decides the subdirectories
+// the loader tries in each directory, which the trees place libraries in
+// and name directories after.
+enum class Machine { x86_64, aarch64 };
+GenTree generate(std::uint64_t seed, bool with_cache, Machine machine);
 
 // The tree as people read it ("@" is the tree's root).
 std::string describe(const GenTree& t);
@@ -107,6 +111,10 @@ public:
     // object only by its path and SONAME).
     bool resolver_is_glibc_given_paths(const GenTree& t) const;
     bool can_use_cache() const { return can_cache_; }
+    // The loader's machine: the sysroot's (an arm64 root is built for with
+    // Debian's aarch64-linux-gnu cross tools and run under qemu-user), else
+    // this machine's.
+    Machine machine() const { return machine_; }
     bool can_run_resolver() const { return !ldshim_lib_.empty(); }
 
 private:
@@ -117,6 +125,8 @@ private:
     std::string sysroot_;
     std::string ldshim_lib_;
     std::string dir_;
+    Machine machine_ = Machine::x86_64;
+    std::string cc_, ld_;  // the compiler driver and linker for machine_ against sysroot_
     bool can_cache_ = false;
     mutable std::mutex stub_mu_;
     mutable std::set<std::string> stubs_;

@@ -59,10 +59,11 @@ std::string dirname_of(const std::string& rel) {
     return slash == std::string::npos ? std::string() : rel.substr(0, slash);
 }
 
-// Variables that change the loader's view of the CPU travel to every run.
+// Variables that change the loader's view of the CPU (qemu-user's, for an
+// arm64 root) travel to every run.
 std::string cpu_env() {
     std::string s;
-    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK"})
+    for (const char* v : {"GLIBC_TUNABLES", "LD_HWCAP_MASK", "QEMU_CPU", "QEMU_PAGESIZE"})
         if (const char* x = getenv(v)) add_word(s, quote(std::string(v) + "=" + x));
     return s;
 }
@@ -135,14 +136,25 @@ std::string redirected(const TreePlace& w, const std::string& name) {
     return " >" + quote(w.file(name + ".stdout")) + " 2>" + quote(w.file(name + ".stderr")) + " </dev/null";
 }
 
+// The loader's machine: aarch64 for a root that holds aarch64's loader.
+Machine machine_of(const std::string& sysroot) {
+    if (!sysroot.empty() && access((sysroot + "/lib/ld-linux-aarch64.so.1").c_str(), F_OK) == 0)
+        return Machine::aarch64;
+    return Machine::x86_64;
+}
+
+// Debian's cross tools for the machine ("" for this machine's own).
+std::string tool_prefix(Machine m) { return m == Machine::aarch64 ? "aarch64-linux-gnu-" : ""; }
+
 // The compiler driver for objects and programs that run on the loader under
-// test: this machine's cc, or that cc against a sysroot's glibc: its headers
+// test: this machine's cc, or a cc against a sysroot's glibc: its headers
 // (--sysroot), and its crt files and libraries (-B, -L: gcc would take this
 // machine's start files, and misses the upstream lib64 layout).
-std::string cc_for(const std::string& sysroot) {
-    if (sysroot.empty()) return "cc";
-    std::string cc = "env -u LIBRARY_PATH cc --sysroot=" + quote(sysroot);
-    for (const char* lib : {"lib64", "lib/x86_64-linux-gnu"}) {
+std::string cc_for(const std::string& sysroot, Machine m) {
+    std::string driver = m == Machine::aarch64 ? tool_prefix(m) + "gcc" : "cc";
+    if (sysroot.empty()) return driver;
+    std::string cc = "env -u LIBRARY_PATH " + driver + " --sysroot=" + quote(sysroot);
+    for (const char* lib : {"lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
         std::string usr = sysroot + "/usr/" + lib, top = sysroot + "/" + lib;
         if (access((usr + "/crt1.o").c_str(), F_OK) != 0) continue;
         cc += " -B " + quote(usr + "/") + " -L " + quote(usr) + " -L " + quote(top) + " -Wl,-rpath-link," + quote(top);
@@ -154,7 +166,8 @@ std::string cc_for(const std::string& sysroot) {
 // Whether the loader under test keeps dlopen in libdl (glibc before 2.34).
 bool needs_libdl(const std::string& sysroot) {
     if (sysroot.empty()) return ::strverscmp(gnu_get_libc_version(), "2.34") < 0;
-    for (const char* d : {"/usr/lib64/libdl.so", "/usr/lib/x86_64-linux-gnu/libdl.so"})
+    for (const char* d :
+         {"/usr/lib64/libdl.so", "/usr/lib/x86_64-linux-gnu/libdl.so", "/usr/lib/aarch64-linux-gnu/libdl.so"})
         if (access((sysroot + d).c_str(), F_OK) == 0) return true;
     return false;
 }
@@ -177,10 +190,13 @@ Workshop::Workshop(std::string sysroot, std::string ldshim_lib)
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ldshim-genshop-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
-    std::string fx = FIXTURE_DIR, cc = cc_for(sysroot_);
-    std::string cmd = "cd " + quote(dir_) + " && mkdir stubs && " + cc + " -O1 -fPIC -c -o lib.o " +
-                      quote(fx + "/gen_lib.c") + " && " + cc + " -O1 -c -o driver.o " + quote(fx + "/gen_driver.c") +
-                      " && cc -x c -fPIC -c -o empty.o /dev/null";
+    machine_ = machine_of(sysroot_);
+    cc_ = cc_for(sysroot_, machine_);
+    ld_ = tool_prefix(machine_) + "ld";
+    std::string fx = FIXTURE_DIR;
+    std::string cmd = "cd " + quote(dir_) + " && mkdir stubs && " + cc_ + " -O1 -fPIC -c -o lib.o " +
+                      quote(fx + "/gen_lib.c") + " && " + cc_ + " -O1 -c -o driver.o " + quote(fx + "/gen_driver.c") +
+                      " && " + cc_ + " -x c -fPIC -c -o empty.o /dev/null";
     if (sh(cmd) != 0) throw std::runtime_error("cannot build the generator's objects: " + cmd);
     can_cache_ = sh("unshare -m true >/dev/null 2>&1 && test -x " + quote(sysroot_ + "/sbin/ldconfig")) == 0;
 }
@@ -193,7 +209,8 @@ std::string Workshop::stub(const std::string& soname) const {
     std::string path = dir_ + "/stubs/" + soname;
     std::lock_guard<std::mutex> lock(stub_mu_);
     if (stubs_.insert(soname).second) {
-        std::string cmd = "ld -shared -o " + quote(path) + " -soname " + quote(soname) + " " + quote(dir_ + "/empty.o");
+        std::string cmd =
+            ld_ + " -shared -o " + quote(path) + " -soname " + quote(soname) + " " + quote(dir_ + "/empty.o");
         if (sh(cmd) != 0) throw std::runtime_error("cannot build a stub: " + cmd);
     }
     return path;
@@ -224,14 +241,14 @@ std::string Workshop::build_script(const GenTree& t, const TreePlace& w) const {
             s += "; ln -s " + quote(root + "/" + l.symlink_to) + " " + quote(l.file);
             continue;
         }
-        s += "; ld -shared -o " + quote(l.file) + " " + quote(dir_ + "/lib.o");
+        s += "; " + ld_ + " -shared -o " + quote(l.file) + " " + quote(dir_ + "/lib.o");
         if (l.nodeflib) s += " -z nodefaultlib";
         if (!l.soname.empty()) s += " -soname " + quote(l.soname);
         s += paths(l.rpath, l.runpath, "");
         for (const auto& n : l.needed) add_word(s, quote(stub(n)));
     }
     if (auto d = dirname_of(t.exe); !d.empty()) s += "; mkdir -p " + quote(d);
-    s += "; " + cc_for(sysroot_) + " -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
+    s += "; " + cc_ + " -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
     for (const auto& n : t.exe_needed) add_word(s, quote(stub(n)));
     s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
     if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";

@@ -74,7 +74,7 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
     bool verbose = verbosity != 0;
     auto worker = [&] {
         for (std::size_t i; (i = next++) < seeds.size();) {
-            GenTree t = generate(seeds[i], w.can_use_cache());
+            GenTree t = generate(seeds[i], w.can_use_cache(), w.machine());
             Verdict v = w.run(t, resolver);
             bool known = v.resolver_differs() && w.resolver_is_glibc_given_paths(t);
             std::lock_guard<std::mutex> lock(tally.mu);
@@ -111,7 +111,7 @@ std::string minimised(const Workshop& w, std::vector<std::uint64_t> seeds, Check
     std::string out;
     std::size_t max = env_number("LDSHIM_GEN_SHRINK", 3);
     for (std::size_t i = 0; i < seeds.size() && i < max; ++i) {
-        GenTree small = w.shrink(generate(seeds[i], w.can_use_cache()), which, 400);
+        GenTree small = w.shrink(generate(seeds[i], w.can_use_cache(), w.machine()), which, 400);
         Verdict v = w.run(small, which == Check::resolver);
         out += "seed " + std::to_string(seeds[i]) + " differs; minimised tree:\n" + describe(small) +
                (which == Check::resolver ? v.resolver : v.report) + "\n";
