@@ -19,6 +19,11 @@
 #                                          unload restores the environment;
 #                                          SKIPPED where a module system is
 #                                          missing
+#   5. scripts/release.sh --arch aarch64, release-symbols.sh on it, and
+#      tests/arm64/release_test.sh: the aarch64 twin, cross-built in the
+#      same root, used in the arm64 roots under qemu-user (SKIPPED without
+#      the cross tools: scripts/cross-aarch64.sh, which scripts/test.sh
+#      runs first)
 # Exits 0 when all pass, 1 when one fails, 77 (skipped) when no tarball can
 # be built here (not root, or no bullseye root: scripts/roots.sh).
 #   scripts/release-test.sh [--help] [OUTDIR]   default OUTDIR /var/tmp/ldshim-release
@@ -48,5 +53,21 @@ for m in lmod environment-modules; do
     ./tests/docs/modules_test.sh "$m" --tarball "$tarball" || rc=$?
     [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
 done
+
+# The aarch64 twin: built, its imports checked, used in the arm64 roots.
+rc=0
+./scripts/release.sh --arch aarch64 "$out" >"$log" 2>&1 || rc=$?
+cat "$log"
+if [ "$rc" -eq 0 ]; then
+    arm64=$(tail -n 1 "$log")
+    ./scripts/release-symbols.sh "$arm64" || status=1
+    rc=0
+    ./tests/arm64/release_test.sh "$arm64" || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+    tarball="$tarball $arm64"
+elif [ "$rc" -ne 77 ]; then
+    echo "release-test: FAIL: scripts/release.sh --arch aarch64 exited $rc"
+    status=1
+fi
 [ "$status" -eq 0 ] && echo "release-test: PASS: $tarball" || echo "release-test: FAIL (above)"
 exit $status

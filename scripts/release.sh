@@ -37,16 +37,30 @@
 # The CUDA hooks are built in when this machine has the CUDA Toolkit's
 # headers (-Dcudatoolkit_include of the project, default
 # /usr/local/cuda/include; LDSHIM_RELEASE_CUDA=DIR or =none to choose).
+# --arch aarch64 makes the aarch64 twin (ldshim-VERSION-aarch64-linux-gnu):
+# cross-built in the same root by bullseye's g++-aarch64-linux-gnu (gcc 10,
+# glibc 2.31 for arm64; installed into the root on first use) with
+# scripts/cross/aarch64-linux-gnu.ini, its static ldsearch cross-linked here
+# against arm64's glibc (scripts/cross-aarch64.sh installs the tools).
 # Needs root (chroot); exits 77 (skipped) without it or without the root.
-#   scripts/release.sh [--help] [OUTDIR]    default OUTDIR /var/tmp/ldshim-release
+#   scripts/release.sh [--help] [--arch aarch64] [OUTDIR]    default OUTDIR /var/tmp/ldshim-release
 #   LDSHIM_ROOTS_DIR        where the roots are (default /var/cache/ldshim/roots)
 #   LDSHIM_RELEASE_REBUILD=1  build even when the inputs are unchanged
 # The last line of output is the tarball's path.
 set -eu
-case ${1:-} in
-    --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "release: unknown option $1 (see --help)" >&2; exit 2 ;;
-esac
+target=""
+while [ "$#" -gt 0 ]; do
+    case $1 in
+        --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        --arch)
+            [ "${2:-}" = aarch64 ] || { echo "release: --arch takes aarch64 (see --help)" >&2; exit 2; }
+            target=$2
+            shift 2
+            ;;
+        -*) echo "release: unknown option $1 (see --help)" >&2; exit 2 ;;
+        *) break ;;
+    esac
+done
 [ "$#" -le 1 ] || { echo "release: one OUTDIR at most (see --help)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 out=${1:-/var/tmp/ldshim-release}
@@ -58,7 +72,20 @@ fail() { echo "release: FAIL: $*" >&2; exit 1; }
 ./scripts/root-tree.sh --check "$root" release || exit $?
 version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" meson.build | head -n 1)
 [ -n "$version" ] || fail "no project version found in meson.build"
-arch=$(chroot "$root" gcc -dumpmachine)
+# The compilers: the root's own, or its cross compiler and this machine's
+# for the static ldsearch (cross_file, tool prefix, build directory suffix).
+cross_file="" tools="" sfx=""
+if [ "$target" = aarch64 ]; then
+    cross_file=scripts/cross/aarch64-linux-gnu.ini tools=aarch64-linux-gnu- sfx=-aarch64
+    command -v aarch64-linux-gnu-g++ >/dev/null ||
+        { echo "release: SKIPPED: no aarch64-linux-gnu-g++ here (scripts/cross-aarch64.sh installs it)"; exit 77; }
+    if ! chroot "$root" sh -c 'command -v aarch64-linux-gnu-g++' >/dev/null; then
+        echo "release: installing g++-aarch64-linux-gnu into the $suite root"
+        chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            g++-aarch64-linux-gnu >/dev/null || fail "cannot install g++-aarch64-linux-gnu into $root"
+    fi
+fi
+arch=$(chroot "$root" "${tools}gcc" -dumpmachine)
 pkgname=ldshim-$version-$arch
 tarball=$out/$pkgname.tar.xz
 
@@ -72,8 +99,10 @@ cuda=${LDSHIM_RELEASE_CUDA:-/usr/local/cuda/include}
 inputs=$(
     git ls-files -z -co --exclude-standard -- . ':!tests' ':!bench' ':!docs' ':!debian' ':!.ci' |
         sort -z | xargs -0 sha256sum 2>/dev/null
-    chroot "$root" sh -c 'g++ --version | head -n 1; ldd --version | head -n 1'
-    g++ --version | head -n 1 # ldsearch is built here
+    chroot "$root" sh -c "${tools}g++ --version | head -n 1; ldd --version | head -n 1"
+    [ -z "$tools" ] || chroot "$root" dpkg-query -W libc6-dev-arm64-cross
+    "${tools}g++" --version | head -n 1 # ldsearch is built here
+    [ -z "$tools" ] || dpkg-query -W libc6-dev:arm64
     getconf GNU_LIBC_VERSION
     echo "cuda $cuda"
     [ "$cuda" = none ] || cat "$cuda/cuda.h" "$cuda/cuda_runtime_api.h"
@@ -87,9 +116,16 @@ if [ "${LDSHIM_RELEASE_REBUILD:-0}" != 1 ] && [ -f "$tarball" ] &&
 fi
 
 # ---- Build and install inside the root -------------------------------------
-echo "release: building in $suite: $(chroot "$root" g++ --version | head -n 1), glibc $(chroot "$root" ldd --version | head -n 1 | sed 's/.* //')"
+echo "release: building in $suite: $(chroot "$root" "${tools}g++" --version | head -n 1), glibc $(chroot "$root" ldd --version | head -n 1 | sed 's/.* //')"
 ./scripts/root-tree.sh "$root" "$name"
-rm -rf "$root/tmp/$name-cuda" "$root/tmp/$name-stage"
+rm -rf "$root/tmp/$name-cuda" "$root/tmp/$name-stage$sfx" "$root/tmp/$name-qemu"
+# meson's sanity check runs what the cross compiler made: with this
+# machine's static qemu-user, the exe wrapper of the cross file.
+if [ -n "$cross_file" ]; then
+    mkdir -p "$root/tmp/$name-qemu"
+    cp "$(command -v qemu-aarch64-static)" "$root/tmp/$name-qemu/" ||
+        fail "no qemu-aarch64-static here (scripts/cross-aarch64.sh installs it)"
+fi
 if [ "$cuda" != none ]; then
     cp -a "$cuda" "$root/tmp/$name-cuda"
     echo "release: with the CUDA hooks (headers from $cuda)"
@@ -101,15 +137,16 @@ fi
 prefix=/ldshim-release-placeholder-prefix
 # shellcheck disable=SC2016 # expanded inside the chroot's shell
 script='set -eu
+PATH=$PATH:/tmp/'$name'-qemu
 cd /tmp/'$name'-src
-b=/tmp/'$name'-build
+b=/tmp/'$name'-build'$sfx'
 reconfigure=""
 [ -f $b/build.ninja ] && reconfigure=--reconfigure
-/tmp/'$name'-meson/meson setup $reconfigure $b --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
+/tmp/'$name'-meson/meson setup $reconfigure $b '${cross_file:+--cross-file=$cross_file}' --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
     -Dmodulefiles=relocatable -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
     --datadir=share --mandir=share/man >$b.setup.log 2>&1 || { tail -n 40 $b.setup.log; exit 1; }
 nice -n 10 ninja -C $b -j 2 >$b.ninja.log 2>&1 || { tail -n 60 $b.ninja.log; exit 1; }
-/tmp/'$name'-meson/meson install -C $b --no-rebuild --strip --destdir /tmp/'$name'-stage >$b.install.log 2>&1 ||
+/tmp/'$name'-meson/meson install -C $b --no-rebuild --strip --destdir /tmp/'$name'-stage'$sfx' >$b.install.log 2>&1 ||
     { tail -n 40 $b.install.log; exit 1; }'
 start=$(date +%s)
 ./scripts/root-tree.sh --in "$root" sh -c "$script" || fail "the build in the $suite root failed (output above)"
@@ -124,8 +161,9 @@ host_glibc=$(getconf GNU_LIBC_VERSION | sed 's/.* //')
 case $host_glibc in
     2.[0-9] | 2.[0-2][0-9] | 2.3[0-3]) fail "this machine's glibc $host_glibc has bug 23462: build the release on glibc 2.34 or later" ;;
 esac
-hb=/var/tmp/$name-ldsearch-build
-[ -f "$hb/build.ninja" ] || meson setup "$hb" --buildtype=release -Dwerror=false -Dtests=false -Dbench=false \
+hb=/var/tmp/$name-ldsearch-build$sfx
+[ -f "$hb/build.ninja" ] || meson setup "$hb" ${cross_file:+--cross-file="$cross_file"} --buildtype=release \
+    -Dwerror=false -Dtests=false -Dbench=false \
     -Dstatic_ldsearch=true -Dcudatoolkit_include=/nonexistent >"$hb.setup.log" 2>&1 ||
     { tail -n 40 "$hb.setup.log"; fail "meson setup of the static ldsearch failed"; }
 nice -n 10 ninja -C "$hb" -j 2 tools/ldsearch/ldsearch >"$hb.ninja.log" 2>&1 ||
@@ -140,7 +178,7 @@ echo "release: ldsearch static, glibc $host_glibc"
 # with it) but for this list: files with the install prefix written in.
 # Nothing shipped may name the placeholder prefix (checked below).
 not_shipped="bin/ldshim-hooks share/man/man1/ldshim-hooks.1 share/bash-completion"
-stage=$root/tmp/$name-stage$prefix
+stage=$root/tmp/$name-stage$sfx$prefix
 work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 pkg=$work/$pkgname
@@ -148,7 +186,7 @@ cp -a "$stage" "$pkg"
 for f in $not_shipped; do rm -rf "${pkg:?}/$f"; done
 find "$pkg" -depth -type d -empty -delete
 cp "$hb/tools/ldsearch/ldsearch" "$pkg/bin/ldsearch"
-strip "$pkg/bin/ldsearch"
+"${tools}strip" "$pkg/bin/ldsearch"
 for f in bin/ldsearch lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
     lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1 \
     "share/modulefiles/ldshim/$version.lua" "share/modulefiles/ldshim/$version"; do

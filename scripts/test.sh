@@ -17,12 +17,13 @@
 #   glibc roots generator     random trees under each glibc root's loader
 #                             (scripts/glibc-root-generator.sh; SKIPPED
 #                             where no root was built)
-#   release tarball           built in the bullseye root, imports checked
-#                             (GLIBC_2.28 at most), unpacked and used as nobody
-#                             here and in every root (scripts/release-test.sh)
+#   aarch64                   cross build, arm64 roots, what passes under
+#                             qemu-user (scripts/cross-aarch64.sh --check)
+#   release tarballs          built in the bullseye root (aarch64: cross),
+#                             imports checked (GLIBC_2.28 at most), unpacked
+#                             and used as nobody here and in every root
+#                             (scripts/release-test.sh)
 #   build matrix              plain and clang builds (all of it: --full)
-#   aarch64                   cross build, and what passes under qemu-user
-#                             (scripts/cross-aarch64.sh --check)
 #   Debian packages           build, lintian, install into a fresh root, use
 # Arguments go to the first meson test run (e.g. a suite name).
 set -eu
@@ -62,14 +63,17 @@ check "heaptrack + python3 with ldshim: 30 runs, no hang" ./scripts/heaptrack-lo
 rm -f build/meson-logs/unprivileged.junit.xml
 check "The meson suites as a normal user (release build)" ./scripts/test-unprivileged.sh
 check "The runtime built and tested inside the bullseye root (glibc 2.31, gcc 10)" ./scripts/root-resolver.sh bullseye
-check "Release tarball: built in bullseye, GLIBC_2.28 at most, relocated and used on every glibc" ./scripts/release-test.sh
+# Before the release tarball: its aarch64 twin needs the cross tools and
+# the arm64 roots this check makes.
+check "aarch64: cross build, the suites that pass under qemu-user" ./scripts/cross-aarch64.sh --check
+check "Release tarballs (x86-64, aarch64): built in bullseye, GLIBC_2.28 at most, relocated and used on every glibc" \
+    ./scripts/release-test.sh
 # The generator against each glibc root built from source (none in a CI run
 # on a fresh machine: SKIPPED); scripts/glibc-root-generator.sh --seeds 1000
 # for the full figures.
 check "The random-tree generator in every glibc root built here: 100 trees each" \
     ./scripts/glibc-root-generator.sh --seeds 100
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
-check "aarch64: cross build, the suites that pass under qemu-user" ./scripts/cross-aarch64.sh --check
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 
 python3 - "$checks_passed" "$checks_failed" "$checks_skipped" build/meson-logs/testlog.junit.xml \

@@ -2,7 +2,7 @@
 # aarch64's jump entries (hooks/dlopen_entry.h, the dlsym trampolines of
 # hooks/interpose.cc), under qemu-user: whatever ldshim answers or passes
 # on, glibc must still see the real caller.
-#   tests/arm64/entries_test.sh BUILD_ARM64
+#   tests/arm64/entries_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
 # BUILD_ARM64 is an aarch64 build (scripts/cross-aarch64.sh).  Checks, each
 # against the same program without the preload:
 #   - a library whose RUNPATH holds the plugin dlopens it; with the preload

@@ -6,7 +6,7 @@
 # wrapper the plugin must be found, and LDSHIM_DEBUG=1 must say ldshim
 # resolved the call (its in-process configuration of the aarch64 loader,
 # host/loader_in_process.cc), not that it left it to glibc.
-#   tests/arm64/resolver_test.sh BUILD_ARM64
+#   tests/arm64/resolver_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
 # BUILD_ARM64 is an aarch64 build (scripts/cross-aarch64.sh).  The plugin
 # is reached by each of:
 #   a  the caller's DT_RUNPATH,

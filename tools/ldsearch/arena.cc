@@ -11,11 +11,18 @@ namespace ldsearch {
 namespace {
 
 // Zero-filled: pages cost nothing until a run touches them.  16 MiB holds
-// the largest search measured (gdb: 150 KB) a hundred times over.  In
-// .lbss, which linkers place after .bss, rather than in .bss itself: there
-// it would sit between libc's variables and spread the few pages of them a
-// run writes 16 MiB apart.
-alignas(BumpArena::kAlign) __attribute__((section(".lbss"))) std::byte region[16 << 20];
+// the largest search measured (gdb: 150 KB) a hundred times over.  On
+// x86-64 in .lbss, which linkers place after .bss, rather than in .bss
+// itself: there it would sit between libc's variables and spread the few
+// pages of them a run writes 16 MiB apart.  Elsewhere in .bss: gcc knows
+// .lbss as zero-filled on x86-64 only, and on aarch64 it wrote the 16 MiB
+// of zeros into the program file.
+#if defined(__x86_64__)
+#define LDSEARCH_ARENA_SECTION __attribute__((section(".lbss")))
+#else
+#define LDSEARCH_ARENA_SECTION
+#endif
+alignas(BumpArena::kAlign) LDSEARCH_ARENA_SECTION std::byte region[16 << 20];
 constinit BumpArena arena(region, sizeof region);
 
 }  // namespace
