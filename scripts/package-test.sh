@@ -5,6 +5,13 @@
 # against the real loader, and libldshim_preload.so repairing a ucm-like
 # dlopen interposer (tests/package/).
 #
+# --arch arm64: cross-built (dpkg-buildpackage -a arm64, Debian's
+# g++-aarch64-linux-gnu; the build's own check runs ldsearch through
+# qemu-user), installed into a copy of scripts/arm64-root.sh's bookworm
+# root and used there under qemu-user; that root has no compiler, so the C99
+# program and the repair case are cross-compiled here against it and run in
+# it (tests/package/cases.sh's CC and RUN).
+#
 # Needs root (apt-get, debootstrap, chroot); exits 77 (skipped) otherwise.
 # The pristine root is made once by debootstrap from apt's configured mirror
 # and cached as a tarball, so later runs only unpack it.
@@ -13,7 +20,16 @@
 #   LDSHIM_PKGTEST_KEEP=1  keep the work directory for inspection
 #   JOBS                   parallel build jobs (default 2)
 #   DEB_BUILD_OPTIONS      passed on to the package build (nocheck, ...)
+#   scripts/package-test.sh [--arch arm64]
 set -eu
+cross=""
+case ${1:-} in
+    "") ;;
+    --arch)
+        [ "${2:-}" = arm64 ] || { echo "package-test: --arch takes arm64" >&2; exit 2; }
+        cross=arm64 ;;
+    *) echo "package-test: usage: $0 [--arch arm64]" >&2; exit 2 ;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIPPED: package test needs root (debootstrap, chroot)"
@@ -26,7 +42,7 @@ jobs=${JOBS:-2}
 suite=bookworm
 # The root's contents: what the installed-package checks need, no more.
 include=gcc,libc6-dev,pkg-config
-arch=$(dpkg --print-architecture)
+arch=${cross:-$(dpkg --print-architecture)}
 root_tar=$cache/$suite-$arch-minbase-$(echo "$include" | tr , -).tar
 
 fail() {
@@ -90,7 +106,9 @@ trap 'exit 143' TERM
 # ---- Host tools ------------------------------------------------------------
 phase "host tools"
 missing=""
-for p in dpkg-dev debhelper lintian debootstrap; do
+tools="dpkg-dev debhelper lintian debootstrap"
+[ -z "$cross" ] || tools="$tools g++-aarch64-linux-gnu qemu-user-static"
+for p in $tools; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -125,15 +143,20 @@ phase_done
 
 # ---- Build dependencies, then the packages -----------------------------------
 phase "build dependencies"
-if ! (cd "$work/ldshim" && dpkg-checkbuilddeps) 2>/dev/null; then
+# shellcheck disable=SC2086 # no word or "-a arm64"
+if ! (cd "$work/ldshim" && dpkg-checkbuilddeps ${cross:+-a $cross}) 2>/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
+    [ -z "$cross" ] || dpkg --print-foreign-architectures | grep -qx "$cross" || dpkg --add-architecture "$cross"
     apt-get update -qq
-    apt-get build-dep -y -qq "$work/ldshim" >/dev/null || fail "cannot install the build dependencies"
+    # shellcheck disable=SC2086
+    apt-get build-dep -y -qq ${cross:+-a $cross} "$work/ldshim" >/dev/null ||
+        fail "cannot install the build dependencies"
 fi
 phase_done
 
 phase "dpkg-buildpackage"
-if ! (cd "$work/ldshim" && dpkg-buildpackage -us -uc -b -J"$jobs") >"$work/build.log" 2>&1; then
+# shellcheck disable=SC2086
+if ! (cd "$work/ldshim" && dpkg-buildpackage ${cross:+-a $cross} -us -uc -b -J"$jobs") >"$work/build.log" 2>&1; then
     tail -n 60 "$work/build.log" >&2
     fail "dpkg-buildpackage failed (log above)"
 fi
@@ -193,7 +216,14 @@ unpack_root() {
     tar --numeric-owner -C "$root" -xf "$root_tar"
 }
 
-if [ -f "$root_tar" ]; then
+if [ -n "$cross" ]; then
+    phase "root: a copy of the arm64 bookworm root"
+    rc=0
+    arm64_root=$(./scripts/arm64-root.sh bookworm) || rc=$?
+    [ "$rc" -ne 77 ] || { echo "SKIPPED: no arm64 root (scripts/arm64-root.sh)"; exit 77; }
+    [ "$rc" -eq 0 ] || fail "scripts/arm64-root.sh bookworm exited $rc"
+    cp -a "$arm64_root" "$root"
+elif [ -f "$root_tar" ]; then
     phase "root: unpack cached tarball"
     if ! unpack_root; then
         echo "the cached root does not unpack: making it again"
@@ -206,7 +236,7 @@ else
     make_root_tar
     unpack_root
 fi
-[ -x "$root/usr/bin/gcc" ] || fail "the root has no gcc"
+[ -n "$cross" ] || [ -x "$root/usr/bin/gcc" ] || fail "the root has no gcc"
 phase_done
 
 # ---- Install and use the packages inside it ----------------------------------
@@ -233,14 +263,16 @@ cat >"$root/tmp/ldshim/inside.sh" <<'EOF'
 # Runs inside the chroot, with the three packages installed.  $1: the version.
 set -eu
 version=$1
-libdir=/usr/lib/$(gcc -print-multiarch)
-preload=$libdir/libldshim_preload.so
+preload=$(dpkg -L libldshim0 | grep '/libldshim_preload\.so$')
 fail() { echo "package-test: FAIL (in chroot): $*" >&2; exit 1; }
 cd /tmp/ldshim
+compiler=$(command -v gcc || true)
 
 # The cases shared with the release tarball's check (tests/package/cases.sh).
-echo "-- a C99 program through pkg-config"
-sh tests/package/cases.sh consumer || fail "the C99 consumer through pkg-config (above)"
+if [ -n "$compiler" ]; then
+    echo "-- a C99 program through pkg-config"
+    sh tests/package/cases.sh consumer || fail "the C99 consumer through pkg-config (above)"
+fi
 
 echo "-- ldsearch"
 sh tests/package/cases.sh ldsearch ldsearch "$version" || fail "ldsearch (above)"
@@ -256,10 +288,32 @@ ldshim-hooks --help | grep -qF "default: $preload," || fail "ldshim-hooks does n
 [ -f "$preload" ] || fail "$preload is not installed"
 echo "$v, preload $preload"
 
-echo "-- the preload repairs a ucm-like interposer"
-sh tests/package/cases.sh repair "$preload" /tmp/ldshim/case || fail "the preload's repair (above)"
+if [ -n "$compiler" ]; then
+    echo "-- the preload repairs a ucm-like interposer"
+    sh tests/package/cases.sh repair "$preload" /tmp/ldshim/case || fail "the preload's repair (above)"
+fi
 EOF
 in_root sh /tmp/ldshim/inside.sh "$meson_version" || fail "the installed packages failed a check (output above)"
+if [ -n "$cross" ]; then
+    # The root has no compiler: the two cases that build are cross-compiled
+    # here against it and run in it, in a directory mounted at one path in
+    # both.
+    preload=$(in_root dpkg -L libldshim0 | grep '/libldshim_preload\.so$')
+    multiarch=aarch64-linux-gnu
+    cc="$multiarch-gcc --sysroot=$root -B $root/usr/lib/$multiarch/ -L $root/usr/lib/$multiarch -L $root/lib/$multiarch"
+    cc="$cc -Wl,-rpath-link,$root/lib/$multiarch"
+    d=/tmp/ldshim-package-test-$cross.$$
+    mkdir -p "$root$d" "$d"
+    # shellcheck disable=SC2016 # expanded by the inner shells
+    unshare -m sh -c 'mount --bind "$1$2" "$2" && shift 2 && exec "$@"' sh "$root" "$d" \
+        env CC="$cc" LIBDL="" RUN="chroot $root" PKG_CONFIG_SYSROOT_DIR="$root" \
+        PKG_CONFIG_LIBDIR="$root/usr/lib/$multiarch/pkgconfig:$root/usr/share/pkgconfig" \
+        sh -c 'cd "$1" && echo "-- a C99 program through pkg-config (cross-compiled here)" &&
+            sh "$2/cases.sh" consumer && echo "-- the preload repairs a ucm-like interposer (cross-compiled here)" &&
+            sh "$2/cases.sh" repair "$3" "$1/case"' sh "$d" "$PWD/tests/package" "$preload" ||
+        { rmdir "$d"; fail "a cross-compiled case failed in the arm64 root (output above)"; }
+    rmdir "$d"
+fi
 phase_done
 
 echo "== timings$timings"

@@ -24,7 +24,8 @@
 #                             and used as nobody here and in every root
 #                             (scripts/release-test.sh)
 #   build matrix              plain and clang builds (all of it: --full)
-#   Debian packages           build, lintian, install into a fresh root, use
+#   Debian packages           build, lintian, install into a fresh root, use;
+#                             the same for arm64 (cross-built, used under qemu)
 # Arguments go to the first meson test run (e.g. a suite name).
 set -eu
 cd "$(dirname "$0")/.."
@@ -75,6 +76,8 @@ check "The random-tree generator in every glibc root built here: 100 trees each"
     ./scripts/glibc-root-generator.sh --seeds 100
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
+check "Debian packages for arm64: cross-built, lintian, installed and used in the arm64 root" \
+    ./scripts/package-test.sh --arch arm64
 
 python3 - "$checks_passed" "$checks_failed" "$checks_skipped" build/meson-logs/testlog.junit.xml \
     build/meson-logs/unprivileged.junit.xml <<'PY' || true

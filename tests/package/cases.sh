@@ -68,7 +68,8 @@ ldsearch)
 repair)
     [ "$#" -eq 2 ] || fail "usage: cases.sh repair PRELOAD DIR"
     preload=$1 c=$2
-    [ -f "$preload" ] || fail "no preload library $preload"
+    # shellcheck disable=SC2086 # RUN's words: the file is where the case runs
+    $RUN test -f "$preload" || fail "no preload library $preload"
     # A system library of the same name would change what the case means
     # (a libucm.so.0 of the system's UCX is harmless: prog's RPATH comes
     # first, which is checked below).
