@@ -12,7 +12,8 @@
 # still sees the real caller), tests/arm64/resolver_test.sh (the
 # runtime resolves dlopen past an interposer, on two emulated CPUs),
 # scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
-# (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 150).
+# (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 100), and
+# tests/arm64/interposers_test.sh (the sanitizer runtimes).
 set -eu
 cd "$(dirname "$0")/.."
 check=false
@@ -20,7 +21,7 @@ case ${1:-} in
     --check) check=true ;;
     "") ;;
     -h | --help)
-        sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -30,7 +31,7 @@ case ${1:-} in
 esac
 
 packages="g++-aarch64-linux-gnu qemu-user-static nlohmann-json3-dev libgtest-dev:arm64 libgmock-dev:arm64 \
-libelf-dev:arm64 libbenchmark-dev:arm64"
+libelf-dev:arm64 libbenchmark-dev:arm64 libasan8-arm64-cross libtsan2-arm64-cross clang-14 lld-14 libclang-rt-14-dev:arm64"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -66,8 +67,9 @@ if $check; then
     # 77: SKIPPED (no binfmt_misc registration, no root): the build still counts.
     tests/arm64/entries_test.sh build-arm64 || [ $? -eq 77 ]
     tests/arm64/resolver_test.sh build-arm64 || [ $? -eq 77 ]
+    tests/arm64/interposers_test.sh build-arm64 || [ $? -eq 77 ] # the sanitizer runtimes' table
     scripts/arm64-repro.sh bookworm || [ $? -eq 77 ] # the report, arm64 Open MPI + UCX (77: skipped)
     # CI's share of the random trees on each arm64 root and CPU (the full
     # run: scripts/arm64-generator.sh --seeds 2000).
-    scripts/arm64-generator.sh --seeds "${LDSHIM_ARM64_GEN_SEEDS:-150}" || [ $? -eq 77 ]
+    scripts/arm64-generator.sh --seeds "${LDSHIM_ARM64_GEN_SEEDS:-100}" || [ $? -eq 77 ]
 fi
