@@ -6,6 +6,7 @@
 # caller and libjulia's RPATH/RUNPATH is ignored; LD_PRELOAD of ldshim's
 # arm64 build (build-arm64, scripts/cross-aarch64.sh) repairs it.
 #   scripts/arm64-repro.sh [bookworm]
+#   scripts/arm64-repro.sh --root-only   make the copy below, run nothing
 # The packages go into a copy of scripts/arm64-root.sh's root
 # ($LDSHIM_ARM64_ROOTS_DIR/SUITE-mpi, made once; the original is not
 # touched).  /proc, /sys, /dev/pts and /dev/shm are mounted in the copy only
@@ -18,10 +19,10 @@ here=$(pwd)
 suite=${1:-bookworm}
 case $suite in
     -h | --help)
-        sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
-    bookworm) ;;
+    bookworm | --root-only) suite=bookworm ;;
     *)
         # trixie's Open MPI 5 (PRRTE) finds "no network interfaces ... for
         # out-of-band communications" when pinned to lo: not yet.
@@ -77,30 +78,39 @@ stale_mounts() {
 stale_mounts "$root.tmp"
 stale_mounts "$root"
 
-# 1. The copy with Open MPI + UCX, made once (through $root.tmp, so that an
-# interrupted run never leaves half of one).
-packages="openmpi-bin libopenmpi-dev libucx0 ucx-utils"
-if [ ! -e "$root.done" ]; then
+# 1. The copy with Open MPI + UCX, and the dlopen interposer tools that
+# tests/arm64/tools_test.sh runs, made once (through $root.tmp, so that an
+# interrupted run never leaves half of one); $root.done lists its packages,
+# and a copy made with fewer gets the others.
+packages="openmpi-bin libopenmpi-dev libucx0 ucx-utils heaptrack uftrace fakechroot"
+install_into() { # ROOT
     log=$dir/$suite-mpi.log
-    echo "arm64-repro: installing $packages into a copy of $dir/$suite (log: $log)" >&2
-    rm -rf --one-file-system "$root.tmp"
-    cp -a "$dir/$suite" "$root.tmp"
-    mount_in "$root.tmp"
+    echo "arm64-repro: installing $packages into $1 (log: $log)" >&2
+    mount_in "$1"
     # shellcheck disable=SC2086 # one word per package
-    if ! { chroot "$root.tmp" apt-get update -qq &&
-        chroot "$root.tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    if ! { chroot "$1" apt-get update -qq &&
+        chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
             --no-install-recommends $packages; } >"$log" 2>&1; then
         unmount
         tail -n 20 "$log" >&2
         echo "arm64-repro: apt-get in the $suite copy failed (log: $log)" >&2
         exit 1
     fi
-    chroot "$root.tmp" apt-get clean
+    chroot "$1" apt-get clean
     unmount
+}
+if [ ! -e "$root.done" ]; then
+    rm -rf --one-file-system "$root.tmp"
+    cp -a "$dir/$suite" "$root.tmp"
+    install_into "$root.tmp"
     rm -rf --one-file-system "$root"
     mv "$root.tmp" "$root"
-    touch "$root.done"
+    echo "$packages" >"$root.done"
+elif [ "$(cat "$root.done")" != "$packages" ]; then
+    install_into "$root"
+    echo "$packages" >"$root.done"
 fi
+[ "${1:-}" != --root-only ] || exit 0
 
 # 2. The layout, cross-compiled against the copy as sysroot (-B/-L: its own
 # crt files and libc, not the cross toolchain's), as julia_tree.sh lays it out:

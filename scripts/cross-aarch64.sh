@@ -13,7 +13,7 @@
 # runtime resolves dlopen past an interposer, on two emulated CPUs),
 # scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
 # (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 100), and
-# tests/arm64/interposers_test.sh (the sanitizer runtimes).
+# tests/arm64/interposers_test.sh and tools_test.sh (the interposers).
 set -eu
 cd "$(dirname "$0")/.."
 check=false
@@ -68,6 +68,7 @@ if $check; then
     tests/arm64/entries_test.sh build-arm64 || [ $? -eq 77 ]
     tests/arm64/resolver_test.sh build-arm64 || [ $? -eq 77 ]
     tests/arm64/interposers_test.sh build-arm64 || [ $? -eq 77 ] # the sanitizer runtimes' table
+    tests/arm64/tools_test.sh build-arm64 || [ $? -eq 77 ]        # heaptrack, uftrace, fakechroot
     scripts/arm64-repro.sh bookworm || [ $? -eq 77 ] # the report, arm64 Open MPI + UCX (77: skipped)
     # CI's share of the random trees on each arm64 root and CPU (the full
     # run: scripts/arm64-generator.sh --seeds 2000).
