@@ -162,6 +162,12 @@ case $host_glibc in
     2.[0-9] | 2.[0-2][0-9] | 2.3[0-3]) fail "this machine's glibc $host_glibc has bug 23462: build the release on glibc 2.34 or later" ;;
 esac
 hb=/var/tmp/$name-ldsearch-build$sfx
+# One made from another checkout would regenerate against that one: start again.
+info=$hb/meson-info/meson-info.json
+if [ -f "$info" ] && [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
+    "$info")" != "$PWD" ]; then
+    rm -rf "$hb"
+fi
 [ -f "$hb/build.ninja" ] || meson setup "$hb" ${cross_file:+--cross-file="$cross_file"} --buildtype=release \
     -Dwerror=false -Dtests=false -Dbench=false \
     -Dstatic_ldsearch=true -Dcudatoolkit_include=/nonexistent >"$hb.setup.log" 2>&1 ||
