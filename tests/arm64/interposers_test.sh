@@ -6,7 +6,8 @@
 # program; and clang 14's (libclang-rt-14-dev:arm64, with clang
 # --target=aarch64-linux-gnu), linked into the program or preloaded, where
 # they are installed.  The case is the bug's smallest: lib/libhost.so (RUNPATH
-# $ORIGIN/plug) dlopens "libplug.so", which lives only in lib/plug/.  Each
+# $ORIGIN/plug) dlopens "libplug.so", which lives only in lib/plug/
+# (tests/interposers/fixtures/plug_tree.sh builds it).  Each
 # row proves the bug first (without ldshim the load fails: glibc searched
 # from the runtime's library), then that ldshim repairs it with the preload
 # before the runtime in LD_PRELOAD ("first") and after it ("last"), and that
@@ -16,43 +17,16 @@
 # cannot run under qemu-user (it needs ptrace): detect_leaks=0.
 #   tests/arm64/interposers_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/arm64/preload_test_setup.sh
-. "$(dirname "$0")/preload_test_setup.sh"
+. "$here/preload_test_setup.sh"
 runtimes=/usr/aarch64-linux-gnu/lib
 export ASAN_OPTIONS=detect_leaks=0 LD_LIBRARY_PATH=$runtimes
 
-echo 'int plug(void) { return 7; }' > plug.c
-cat > host.c <<'EOF'
-#include <dlfcn.h>
-#include <stdio.h>
-int host_load(void) {
-    void *h = dlopen("libplug.so", RTLD_NOW);
-    if (!h) { printf("ERROR %s\n", dlerror()); return 1; }
-    printf("loaded\n");
-    return 0;
-}
-EOF
-cat > main.c <<'EOF'
-#define _GNU_SOURCE
-#include <link.h>
-#include <stdio.h>
-int host_load(void);
-static int show(struct dl_phdr_info *i, size_t n, void *p) {
-    (void)n; (void)p; printf("MAPPED %s\n", i->dlpi_name); return 0;
-}
-int main(void) {
-    int rc = host_load();
-    dl_iterate_phdr(show, NULL);
-    return rc;
-}
-EOF
-build() { # DIR CC FLAGS: the case, its library and program built by CC with FLAGS
-    mkdir -p "$1/lib/plug"
-    $2 -shared -fPIC -o "$1/lib/plug/libplug.so" plug.c
-    # shellcheck disable=SC2016 # $ORIGIN is the loader's
-    $2 ${3:+"$3"} -O0 -shared -fPIC -o "$1/lib/libhost.so" host.c -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'
-    # shellcheck disable=SC2016
-    $2 ${3:+"$3"} -O0 -o "$1/prog" main.c -L"$1/lib" -lhost -Wl,-rpath,'$ORIGIN/lib'
+plug_tree=$here/../interposers/fixtures/plug_tree.sh
+build() { # DIR CC FLAGS: the case (plug_tree.sh), its library and program built by CC with FLAGS
+    # shellcheck disable=SC2086 # FLAGS: none or one word
+    CC=$2 sh "$plug_tree" "$1" $3
 }
 # One cell: "fails", "repaired", or what went wrong, followed by "(expected
 # ...)" when it is not EXPECTED.  TOOL: a name the runtime's file has, which
@@ -61,10 +35,10 @@ build() { # DIR CC FLAGS: the case, its library and program built by CC with FLA
 cell() { # DIR TOOL EXPECTED [VAR=VALUE...]
     dir=$1 tool=$2 expected=$3
     shift 3
-    out=$(env "$@" "$dir/prog" 2>&1) || true
+    out=$(env PLUG_TREE_MAPPED=1 "$@" "$dir/prog" 2>&1) || true
     if [ -n "$tool" ] && ! echo "$out" | grep -q "^MAPPED .*$tool"; then
         got="$tool not mapped"
-    elif echo "$out" | grep -qx loaded; then
+    elif echo "$out" | grep -q "^loaded "; then
         got=repaired
     elif echo "$out" | grep -q "^ERROR libplug.so: cannot open shared object file"; then
         got=fails

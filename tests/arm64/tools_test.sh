@@ -4,7 +4,8 @@
 # and fakechroot (path translator), each wrapping the case with ldshim's
 # preload already in LD_PRELOAD, as a user with ldshim in their environment
 # starts them.  The case: lib/libhost.so (RUNPATH $ORIGIN/plug) dlopens
-# "libplug.so", which lives only in lib/plug/.  Each row proves the bug
+# "libplug.so", which lives only in lib/plug/ (tests/interposers/fixtures/
+# plug_tree.sh, cross-compiled against the root).  Each row proves the bug
 # (without ldshim the load fails) and the repair, run in the copy of the
 # bookworm arm64 root that scripts/arm64-repro.sh makes (it installs the
 # three tools there), chrooted under qemu-user.  Prints table rows as in
@@ -26,40 +27,24 @@ root=${LDSHIM_ARM64_ROOTS_DIR:-/var/cache/ldshim/arm64-roots}/bookworm-mpi
 # (with libldshim.so.0 and its probes beside it) in the root's /opt.
 case=$root/opt/ldshim-tools-case
 rm -rf "$case" "$root/opt/ldshim-tools"
-mkdir -p "$case/lib/plug" "$root/opt/ldshim-tools"
+mkdir -p "$root/opt/ldshim-tools"
 trap 'rm -rf "$tmp" "$case" "$root/opt/ldshim-tools"' EXIT
 cp -a "$(dirname "$preload")/." "$root/opt/ldshim-tools/"
 [ -e "$root/opt/ldshim-tools/libldshim.so.0" ] || cp -L "$build/lib/libldshim.so.0" "$root/opt/ldshim-tools/"
 [ -d "$root/opt/ldshim-tools/ldshim" ] || cp -a "$build/lib/ldshim" "$root/opt/ldshim-tools/"
 in_root_preload=/opt/ldshim-tools/libldshim_preload.so
-echo 'int plug(void) { return 7; }' > plug.c
-cat > host.c <<'EOF'
-#include <dlfcn.h>
-#include <stdio.h>
-int host_load(void) {
-    void *h = dlopen("libplug.so", RTLD_NOW);
-    if (!h) { printf("ERROR %s\n", dlerror()); return 1; }
-    printf("loaded\n");
-    return 0;
-}
-EOF
-printf 'int host_load(void);\nint main(void) { return host_load(); }\n' > main.c
 ml=$root/usr/lib/aarch64-linux-gnu
-cc="aarch64-linux-gnu-gcc --sysroot=$root -B$ml/ -L$ml -L$root/lib/aarch64-linux-gnu"
-$cc -shared -fPIC -o "$case/lib/plug/libplug.so" plug.c
-# shellcheck disable=SC2016 # $ORIGIN is the loader's
-$cc -O0 -shared -fPIC -o "$case/lib/libhost.so" host.c -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'
-# shellcheck disable=SC2016
-$cc -O0 -o "$case/prog" main.c -L"$case/lib" -lhost -Wl,-rpath,'$ORIGIN/lib'
-# shellcheck disable=SC2016
-$cc -pg -O0 -o "$case/progpg" main.c -L"$case/lib" -lhost -Wl,-rpath,'$ORIGIN/lib'
+CC="aarch64-linux-gnu-gcc --sysroot=$root -B$ml/ -L$ml -L$root/lib/aarch64-linux-gnu -O0" \
+    sh "$top/tests/interposers/fixtures/plug_tree.sh" "$case"
+CC="aarch64-linux-gnu-gcc --sysroot=$root -B$ml/ -L$ml -L$root/lib/aarch64-linux-gnu -O0" \
+    sh "$top/tests/interposers/fixtures/plug_tree.sh" "$case/pg" -pg
 
 # One cell: COMMAND run in the case's directory in the root, "fails" or
 # "repaired" by what the program printed, "(expected ...)" appended when it
 # is not EXPECTED.
 cell() { # EXPECTED COMMAND
     out=$("$top/scripts/root-tree.sh" --in "$root" sh -c "cd /opt/ldshim-tools-case && $2" 2>&1) || true
-    if echo "$out" | grep -qx loaded; then
+    if echo "$out" | grep -q "^loaded "; then
         got=repaired
     elif echo "$out" | grep -q "^ERROR libplug.so: cannot open shared object file"; then
         got=fails
@@ -80,6 +65,6 @@ row() { # LABEL PACKAGE COMMAND
 }
 row "heaptrack (profiler)" heaptrack "heaptrack ./prog"
 # shellcheck disable=SC2016 # the label's backquotes are Markdown
-row '`uftrace record` (tracer, `-pg` program)' uftrace "uftrace record -d /tmp/uftrace.data ./progpg"
+row '`uftrace record` (tracer, `-pg` program)' uftrace "uftrace record -d /tmp/uftrace.data pg/prog"
 row "fakechroot (path translator)" fakechroot "fakechroot ./prog"
 exit "$status"
