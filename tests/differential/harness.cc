@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "fixture_cc.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -226,7 +227,7 @@ void Tree::lib(const std::string& rel, const LibSpec& spec) {
     require_unique_name(spec.soname);
     std::string src =
         !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.helper ? "/helper.c" : "/lib.c");
-    std::string cmd = "cc -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
+    std::string cmd = FIXTURE_CC " -O0 -shared -fPIC -o " + quote(abs(rel)) + " " + quote(src);
     if (!spec.soname.empty()) cmd += " -Wl,-soname," + quote(spec.soname);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags);
     if (spec.helper || !spec.source.empty()) cmd += " -ldl";
@@ -236,8 +237,8 @@ void Tree::lib(const std::string& rel, const LibSpec& spec) {
 void Tree::lib32(const std::string& rel) {
     auto slash = rel.rfind('/');
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
-    std::string cmd =
-        "cc -m32 -shared -nostdlib -fPIC -o " + quote(abs(rel)) + " " + quote(std::string(FIXTURE_DIR) + "/lib.c");
+    std::string cmd = FIXTURE_CC " -m32 -shared -nostdlib -fPIC -o " + quote(abs(rel)) + " " +
+                      quote(std::string(FIXTURE_DIR) + "/lib.c");
     must(sh(cmd), cmd);
 }
 
@@ -246,7 +247,7 @@ void Tree::exe(const std::string& rel, const ExeSpec& spec) {
     if (slash != std::string::npos) mkdir(rel.substr(0, slash));
     std::string src =
         !spec.source.empty() ? spec.source : std::string(FIXTURE_DIR) + (spec.driver ? "/dlo.c" : "/main.c");
-    std::string cmd = "cc -O0 -o " + quote(abs(rel)) + " " + quote(src);
+    std::string cmd = FIXTURE_CC " -O0 -o " + quote(abs(rel)) + " " + quote(src);
     cmd += link_args(root_, spec.needs) + path_args(spec.rpath, spec.runpath) + join_flags(spec.flags) + " -ldl";
     must(sh(cmd), cmd);
 }

@@ -3,6 +3,7 @@
 // maps under LD_TRACE_LOADED_OBJECTS=1 -- on layouts where libtree and
 // lddtree are known to be wrong, and on every program in /usr/bin.  Every
 // JSON document is checked against docs/ldsearch.schema.json.
+#include "fixture_cc.h"
 #include "harness.h"
 
 #include <gnu/libc-version.h>
@@ -447,7 +448,8 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     t.write("root/etc/ld.so.conf", "/opt/cached\n");
     ASSERT_EQ(sh("/sbin/ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
     std::string helper = t.abs("chroot_run");
-    ASSERT_EQ(sh("cc -static -o " + quote(helper) + " " + quote(std::string(FIXTURE_DIR) + "/chroot_run.c")), 0);
+    ASSERT_EQ(sh(FIXTURE_CC " -static -o " + quote(helper) + " " + quote(std::string(FIXTURE_DIR) + "/chroot_run.c")),
+              0);
     // The loader finds the program's $ORIGIN through /proc/self/exe: give the
     // chroot a /proc, in a private mount namespace that ends with the run.
     int rc = sh("unshare -m sh -c " +
@@ -520,7 +522,7 @@ TEST(Diff, a_dlopen_through_an_interposer_is_replayed_from_the_caller_the_loader
     t.lib("lib/julia/libopenlibm.so", so("libopenlibm.so"));
     t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
     std::string ip = t.abs("interposer.so");
-    ASSERT_EQ(sh("cc -O0 -shared -fPIC -o " + quote(ip) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
+    ASSERT_EQ(sh(FIXTURE_CC " -O0 -shared -fPIC -o " + quote(ip) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
     // Through the interposer the loader attributes the dlopen to it and the
     // search fails; ldsearch must replay exactly that.
     DiffRun d = diff_run(t, "--diff -- env LD_PRELOAD=" + ip + " ./bin/prog l:libopenlibm.so o:libz.so.1");
@@ -619,8 +621,8 @@ TEST(Diff, dlclose_and_relocation_dependencies_are_read_and_replayed) {
             "  return a ? 0 : 1;\n}\n");
     t.mkdir("d");
     ASSERT_EQ(sh("cd " + quote(t.root()) +
-                 " && cc -shared -fPIC -o d/liba.so a.c && cc -shared -fPIC -o d/libb.so b.c && "
-                 "cc -o m m.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
+                 " && " FIXTURE_CC " -shared -fPIC -o d/liba.so a.c && " FIXTURE_CC
+                 " -shared -fPIC -o d/libb.so b.c && " FIXTURE_CC " -o m m.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
                  quote(t.abs("d"))),
               0);
     DiffRun k = diff_run(t, "--diff --keep -- ./m");

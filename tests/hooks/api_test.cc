@@ -4,6 +4,7 @@
 // and unload libraries.  In-process so that ThreadSanitizer sees it
 // (scripts/tsan.sh).
 #include "differential/harness.h"
+#include "fixture_cc.h"
 #include "ldshim.h"
 
 #include <dlfcn.h>
@@ -64,7 +65,7 @@ TEST(HooksApi, concurrent_hooked_allocations_loads_and_unloads_keep_the_registry
     char tmpl[] = "/tmp/ldshim-hooks-api-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string d = tmpl;
-    std::string cc = "cc -std=gnu11 -O1 -I" + quote(kFixtures) + " ";
+    std::string cc = FIXTURE_CC " -std=gnu11 -O1 -I" + quote(kFixtures) + " ";
     ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " + quote(d + "/libcuda.so.1") +
                  " " + quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
               0);

@@ -4,6 +4,7 @@
 // run in their own processes.  Each program checks itself and prints
 // "checks N failures M"; this file builds, runs and reports.
 #include "differential/harness.h"
+#include "fixture_cc.h"
 
 #include <gtest/gtest.h>
 
@@ -46,7 +47,7 @@ protected:
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         root_ = new std::string(tmpl);
         const std::string& d = *root_;
-        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " ";
+        std::string cc = FIXTURE_CC " -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " ";
         ASSERT_EQ(sh(cc + "-fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o " +
                      quote(d + "/libcuda.so.1") + " " + quote(kFixtures + "/fake_cuda.c") + " -lpthread"),
                   0);
@@ -69,8 +70,8 @@ protected:
         std::string dir = *root_ + "/" + v.name;
         if (access((dir + "/consumer").c_str(), X_OK) == 0) return dir;
         EXPECT_EQ(sh("mkdir -p " + quote(dir)), 0);
-        std::string cc = "cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) +
-                         " -I" + quote(LDSHIM_GEN_INCLUDE) + " ";
+        std::string cc = FIXTURE_CC " -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" +
+                         quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " ";
         std::string libs = " -L" + quote(*root_) + " -l:libcudart.so.13 -l:libcuda.so.1";
         for (const char* n : {"consumer", "consumer2", "consumer3", "consumer4", "consumer5"}) {
             EXPECT_EQ(sh(cc + "-fPIC -shared" + link_flags(v) + " -Wl,-soname,lib" + n + ".so -o " +
@@ -163,9 +164,9 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
     if (access("/dev/nvidiactl", F_OK) == 0)
         GTEST_SKIP() << "SKIPPED: this machine has an NVIDIA driver; the no-driver error path cannot be checked";
     std::string dir = *root_ + "/real";
-    ASSERT_EQ(sh("mkdir -p " + quote(dir) + " && cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" +
-                 quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/real") + " " +
-                 quote(kFixtures + "/real_cudart.c") + " -L" + quote(kCuda) + " -l:libcudart.so.13 -L" +
+    ASSERT_EQ(sh("mkdir -p " + quote(dir) + " && " FIXTURE_CC " -std=gnu11 -Wall -Werror -I" + quote(kFixtures) +
+                 " -I" + quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/real") +
+                 " " + quote(kFixtures + "/real_cudart.c") + " -L" + quote(kCuda) + " -l:libcudart.so.13 -L" +
                  quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," + quote(kCuda + ":" + LDSHIM_LIBDIR)),
               0);
     ASSERT_EQ(
@@ -198,7 +199,7 @@ TEST_F(HooksTest, preload_with_LDSHIM_CUDA_HOOKS_hooks_a_program_that_never_hear
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
     ASSERT_EQ(
-        sh("cc -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
+        sh(FIXTURE_CC " -std=gnu11 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
            quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(dir + "/plain_app") + " " + quote(kFixtures + "/plain_app.c") +
            " -L" + quote(*root_) + " -l:libcudart.so.13 -Wl,-rpath," + quote(*root_) + " -ldl"),
         0);
@@ -240,9 +241,9 @@ TEST_F(HooksTest, stress_8_threads_10000_operations_with_a_fork_no_deadlock_no_l
     SKIP_WITHOUT_CUDA_HOOKS();
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
     std::string bin = dir + "/stress_fork";
-    ASSERT_EQ(sh("cc -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
-                 quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(bin) + " " + quote(kFixtures + "/stress_fork.c") + " -L" +
-                 quote(*root_) + " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
+    ASSERT_EQ(sh(FIXTURE_CC " -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) +
+                 " -I" + quote(LDSHIM_GEN_INCLUDE) + " -o " + quote(bin) + " " + quote(kFixtures + "/stress_fork.c") +
+                 " -L" + quote(*root_) + " -l:libcudart.so.13 -L" + quote(LDSHIM_LIBDIR) + " -lldshim -Wl,-rpath," +
                  quote(*root_ + ":" + LDSHIM_LIBDIR) + " -lpthread -ldl"),
               0);
     // The program's own watchdog (alarm) fails it on a deadlock; timeout is a

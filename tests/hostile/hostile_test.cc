@@ -3,6 +3,7 @@
 // unbounded allocation.  Every ldsearch run here has a time limit and an
 // address-space limit; a crash (status >= 128) or a timeout (124) fails.
 #include "differential/harness.h"
+#include "fixture_cc.h"
 #include "loader/elf_facts.h"
 
 #include <elf.h>
@@ -257,7 +258,7 @@ TEST(Hostile, the_runtime_resolver_agrees_with_dlopen_on_bad_files) {
     t.lib(d + "libS.so", {.soname = "libS.so"});
     t.set_dyn(d + "libS.so", DT_SONAME, 0xffffffffull);  // string offset out of range
     std::string probe = t.abs("probe");
-    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
+    ASSERT_EQ(sh(FIXTURE_CC " -o " + quote(probe) + " " + quote(PROBE_SRC) + " -I" + quote(LDSHIM_INCLUDE) + " -I" +
                  quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) + " -lldshim -ldl -Wl,-rpath," +
                  quote(t.abs(d) + ":" + LDSHIM_LIBDIR)),
               0);

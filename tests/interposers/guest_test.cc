@@ -2,6 +2,7 @@
 // the process starts no program and no process, opens no file for writing
 // that it would not open without ldshim, and a host that reaps every child
 // or forbids execve sees exactly what it sees without ldshim.
+#include "fixture_cc.h"
 #include "interposers.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ namespace {
 
 std::string build_guest(Tree& t) {
     std::string bin = t.abs("guest");
-    EXPECT_EQ(sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/guest.c") + " -ldl"), 0);
+    EXPECT_EQ(sh(FIXTURE_CC " -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/guest.c") + " -ldl"), 0);
     return bin;
 }
 
@@ -114,10 +115,11 @@ std::pair<long, long> probe_counts(const std::string& out) {
 TEST(Guest, nothing_is_allocated_while_the_loader_lock_is_held) {
     Tree t;
     std::string probe = t.abs("lock_probe.so"), walks = t.abs("walks");
-    ASSERT_EQ(sh("cc -O1 -shared -fPIC -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/lock_probe.c") +
-                 " -lpthread"),
+    ASSERT_EQ(sh(FIXTURE_CC " -O1 -shared -fPIC -o " + quote(probe) + " " +
+                 quote(std::string(FIXTURE_DIR) + "/lock_probe.c") + " -lpthread"),
               0);
-    ASSERT_EQ(sh("cc -O1 -o " + quote(walks) + " " + quote(std::string(FIXTURE_DIR) + "/walks.c") + " -ldl"), 0);
+    ASSERT_EQ(sh(FIXTURE_CC " -O1 -o " + quote(walks) + " " + quote(std::string(FIXTURE_DIR) + "/walks.c") + " -ldl"),
+              0);
     std::string out = t.abs(".out/probe");
     auto run = [&](const std::string& env, const std::string& cmd) {
         int rc = sh("env " + env + " " + cmd + " > " + quote(out) + " 2>&1");
@@ -184,7 +186,7 @@ TEST(Guest, a_call_ldshim_does_not_answer_is_searched_from_its_own_caller) {
             "  void* h = dlmopen(LM_ID_NEWLM, \"libplug.so\", RTLD_NOW);\n"
             "  if (!h) { printf(\"ERROR %s\\n\", dlerror()); return 1; }\n"
             "  printf(\"loaded lib/plug/libplug.so\\n\");\n  return 0;\n}\n");
-    ASSERT_EQ(sh("cc -shared -fPIC -o " + quote(dir + "/lib/libhost.so") + " " + quote(t.abs("m.c")) +
+    ASSERT_EQ(sh(FIXTURE_CC " -shared -fPIC -o " + quote(dir + "/lib/libhost.so") + " " + quote(t.abs("m.c")) +
                  " -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/plug'"),
               0);
     ASSERT_EQ(run("", ""), loaded) << "the dlmopen layout itself";

@@ -5,6 +5,7 @@
 // ssl/sqlite3/ctypes, or a program that dlopens and dlcloses in 4 threads.
 // (ldshim once died there with recursive_init_error: the sanitizer's start-up
 // called back into ldshim while ldshim's own first call was setting up.)
+#include "fixture_cc.h"
 #include "interposers.h"
 
 #include <gtest/gtest.h>
@@ -61,8 +62,8 @@ Outcome run(Tree& t, const std::string& preload, const std::string& cmd) {
 // The 4-thread dlopen/dlclose program, built into the tree; "" on failure.
 std::string build_threads(Tree& t) {
     std::string bin = t.abs("dlopen_threads");
-    int rc =
-        sh("cc -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") + " -pthread -ldl");
+    int rc = sh(FIXTURE_CC " -O1 -o " + quote(bin) + " " + quote(std::string(FIXTURE_DIR) + "/dlopen_threads.c") +
+                " -pthread -ldl");
     return rc == 0 ? bin : std::string();
 }
 

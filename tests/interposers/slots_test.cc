@@ -3,6 +3,7 @@
 // library's loads -- and no other library's -- in every preload order, also
 // when its constructor runs after ldshim's and it forwards straight to
 // glibc, and with a dlsym(RTLD_NEXT) forwarder first in line.
+#include "fixture_cc.h"
 #include "interposers.h"
 
 #include <gtest/gtest.h>
@@ -23,18 +24,18 @@ TEST(Slots, a_patcher_of_one_library_sees_that_librarys_loads_and_no_other_in_ev
         " return h != 0; }\n");
     t.write("m.c", "int load_a(void); int load_b(void);\nint main(void) { load_a(); load_b(); return 0; }\n");
     std::string d = "cd " + quote(t.abs(".")) + " && ";
-    ASSERT_EQ(sh(d +
-                 "mkdir -p lib/a lib/b && cc -shared -fPIC -o lib/a/libslota.so p.c && "
-                 "cc -shared -fPIC -o lib/b/libslotb.so p.c && "
-                 "cc -O0 -shared -fPIC -DNAME=load_a -DLIB='\"libslota.so\"' -o lib/libA.so l.c "
-                 "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/a' && "
-                 "cc -O0 -shared -fPIC -DNAME=load_b -DLIB='\"libslotb.so\"' -o lib/libB.so l.c "
-                 "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/b' && "
-                 "cc -o prog m.c -Llib -lA -lB -Wl,-rpath,'$ORIGIN/lib' && "
-                 "cc -O0 -shared -fPIC -o partial.so " +
-                 quote(std::string(FIXTURE_DIR) + "/partial_patcher.c") + " -ldl && " +
-                 "cc -O0 -shared -fPIC -DNEXT_BY_RTLD_NEXT -o fw.so " + quote(FORWARDER_SRC) + " -ldl"),
-              0);
+    ASSERT_EQ(
+        sh(d +
+           "mkdir -p lib/a lib/b && " FIXTURE_CC " -shared -fPIC -o lib/a/libslota.so p.c && " FIXTURE_CC
+           " -shared -fPIC -o lib/b/libslotb.so p.c && " FIXTURE_CC
+           " -O0 -shared -fPIC -DNAME=load_a -DLIB='\"libslota.so\"' -o lib/libA.so l.c "
+           "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/a' && " FIXTURE_CC
+           " -O0 -shared -fPIC -DNAME=load_b -DLIB='\"libslotb.so\"' -o lib/libB.so l.c "
+           "-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/b' && " FIXTURE_CC
+           " -o prog m.c -Llib -lA -lB -Wl,-rpath,'$ORIGIN/lib' && " FIXTURE_CC " -O0 -shared -fPIC -o partial.so " +
+           quote(std::string(FIXTURE_DIR) + "/partial_patcher.c") + " -ldl && " +
+           FIXTURE_CC " -O0 -shared -fPIC -DNEXT_BY_RTLD_NEXT -o fw.so " + quote(FORWARDER_SRC) + " -ldl"),
+        0);
     const std::string p = PRELOAD_LIB_PATH, patcher = t.abs("partial.so"), fw = t.abs("fw.so");
     const std::vector<std::string> orders = {
         patcher + ":" + p,

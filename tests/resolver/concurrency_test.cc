@@ -1,6 +1,7 @@
 // Eight threads dlopen and dlclose their own library 1,000 times each
 // through ldshim while another thread keeps asking ldshim_resolve about all
 // of them: no crash, and every answer names the right file.
+#include "fixture_cc.h"
 #include "ldshim.h"
 
 #include <dlfcn.h>
@@ -25,9 +26,9 @@ std::string make_tree() {
     std::ofstream(d + "/caller.c") << "int caller_marker(void) { return 2; }\n";
     std::string cmd = "mkdir -p " + d + "/libs";
     for (int i = 0; i < 8; ++i)
-        cmd += " && cc -shared -fPIC -o " + d + "/libs/libconc" + std::to_string(i) + ".so " + d + "/lib.c";
-    cmd += " && cc -shared -fPIC -o " + d + "/libcaller.so " + d + "/caller.c -Wl,--disable-new-dtags -Wl,-rpath," + d +
-           "/libs";
+        cmd += " && " FIXTURE_CC " -shared -fPIC -o " + d + "/libs/libconc" + std::to_string(i) + ".so " + d + "/lib.c";
+    cmd += " && " FIXTURE_CC " -shared -fPIC -o " + d + "/libcaller.so " + d +
+           "/caller.c -Wl,--disable-new-dtags -Wl,-rpath," + d + "/libs";
     return std::system(cmd.c_str()) == 0 ? d : std::string();
 }
 
@@ -100,7 +101,8 @@ TEST(ResolverFastPath, a_load_and_an_unload_behind_ldshims_back_are_noticed) {
     std::ofstream(d + "/lib.c") << "int fixture_id(void) { return 1; }\n";
     std::string cmd = "mkdir -p " + d + "/one " + d + "/two";
     for (const char* sub : {"one", "two"})
-        cmd += " && cc -shared -fPIC -Wl,-soname,libswap.so.1 -o " + d + "/" + sub + "/libswap.so " + d + "/lib.c";
+        cmd += " && " FIXTURE_CC " -shared -fPIC -Wl,-soname,libswap.so.1 -o " + d + "/" + sub + "/libswap.so " + d +
+               "/lib.c";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     const void* caller = reinterpret_cast<const void*>(&l_name_of);
     std::string one = d + "/one/libswap.so", two = d + "/two/libswap.so";
@@ -142,8 +144,8 @@ TEST(ResolverFastPath, another_objects_unload_is_not_taken_for_the_plugins) {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string d = tmpl;
     std::ofstream(d + "/lib.c") << "int fixture_id(void) { return 1; }\n";
-    std::string cmd = "cc -shared -fPIC -Wl,-soname,libother.so.1 -o " + d + "/libother.so " + d + "/lib.c" +
-                      " && cc -shared -fPIC -o " + d + "/libplugin.so " + d + "/lib.c";
+    std::string cmd = FIXTURE_CC " -shared -fPIC -Wl,-soname,libother.so.1 -o " + d + "/libother.so " + d + "/lib.c" +
+                      " && " FIXTURE_CC " -shared -fPIC -o " + d + "/libplugin.so " + d + "/lib.c";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     const void* caller = reinterpret_cast<const void*>(&l_name_of);
     const std::string other = d + "/libother.so", plugin = d + "/libplugin.so";

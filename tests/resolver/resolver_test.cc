@@ -4,6 +4,7 @@
 // ldshim_dlopen_from with an address inside that object from somewhere else.
 // What gets loaded (l_name) and any error text must be identical.
 #include "../differential/harness.h"
+#include "fixture_cc.h"
 
 #include <gnu/libc-version.h>
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ LibSpec so(std::string soname = {}) { return LibSpec{std::move(soname)}; }
 std::string interposer(const Tree& t) {
     std::string so = t.abs("interposer.so");
     if (sh("test -f " + quote(so)) != 0) {
-        EXPECT_EQ(sh("cc -O0 -shared -fPIC -o " + quote(so) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
+        EXPECT_EQ(sh(FIXTURE_CC " -O0 -shared -fPIC -o " + quote(so) + " " + quote(INTERPOSER_SRC) + " -ldl"), 0);
     }
     return so;
 }
@@ -47,8 +48,8 @@ std::vector<std::pair<std::string, std::string>> interposer_kinds(const Tree& t)
     for (const char* k : {"NEXT_BY_RTLD_NEXT", "NEXT_SAVED_LIBC"}) {
         std::string so = t.abs(std::string("forwarder_") + k + ".so");
         if (sh("test -f " + quote(so)) != 0) {
-            EXPECT_EQ(sh("cc -O0 -shared -fPIC -D" + std::string(k) + " -o " + quote(so) + " " + quote(FORWARDER_SRC) +
-                         " -ldl"),
+            EXPECT_EQ(sh(FIXTURE_CC " -O0 -shared -fPIC -D" + std::string(k) + " -o " + quote(so) + " " +
+                         quote(FORWARDER_SRC) + " -ldl"),
                       0);
         }
         kinds.emplace_back(k, so);

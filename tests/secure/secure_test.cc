@@ -5,6 +5,7 @@
 // agree with the loader on every name, and must not use the HOME/XDG
 // configuration cache either.
 #include "differential/harness.h"
+#include "fixture_cc.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -41,7 +42,7 @@ TEST(Secure, setuid_program_resolves_like_the_loader_and_ignores_the_environment
     ASSERT_EQ(chmod(t.abs("evil").c_str(), 0777), 0);
     std::string probe = t.abs("bin/probe");
     // $ORIGIN (untrusted here), an absolute RPATH, and ldshim itself.
-    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
+    ASSERT_EQ(sh(FIXTURE_CC " -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
                  quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -L" + quote(LDSHIM_LIBDIR) +
                  " -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +
                  quote("$ORIGIN/../lib:" + t.abs("abs") + ":" + LDSHIM_LIBDIR)),
@@ -91,7 +92,7 @@ TEST(Secure, ldshim_variables_are_ignored_in_a_setuid_process) {
     chmod(t.abs("bin").c_str(), 0755);
     ASSERT_EQ(chmod(t.abs("out").c_str(), 0777), 0);
     std::string probe = t.abs("bin/probe");
-    ASSERT_EQ(sh("cc -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
+    ASSERT_EQ(sh(FIXTURE_CC " -o " + quote(probe) + " " + quote(std::string(FIXTURE_DIR) + "/probe.c") + " -I" +
                  quote(LDSHIM_INCLUDE) + " -I" + quote(LDSHIM_GEN_INCLUDE) + " -Wl,--no-as-needed -L" +
                  quote(LDSHIM_PRELOAD_DIR) + " -L" + quote(LDSHIM_LIBDIR) +
                  " -l:libldshim_preload.so -lldshim -ldl -Wl,--disable-new-dtags -Wl,-rpath," +

@@ -1,4 +1,5 @@
 #include "fake_fs.h"
+#include "fixture_cc.h"
 #include "host/loader_query.h"
 #include "loader/ld_cache.h"
 #include "loader/loader_config.h"
@@ -106,7 +107,7 @@ protected:
     void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
     void lib(const std::string& rel, const std::string& soname) {
         std::string path = dir_ + "/" + rel;
-        std::string cmd = "mkdir -p \"$(dirname " + path + ")\" && cc -shared -fPIC -o " + path +
+        std::string cmd = "mkdir -p \"$(dirname " + path + ")\" && " FIXTURE_CC " -shared -fPIC -o " + path +
                           " " FIXTURE_DIR "/lib.c -Wl,-soname," + soname;
         ASSERT_EQ(std::system(cmd.c_str()), 0);
     }

@@ -1,4 +1,5 @@
 #include "elf_builder.h"
+#include "fixture_cc.h"
 #include "loader/elf_facts.h"
 #include "tests/support/elf_facts_libelf.h"
 
@@ -105,7 +106,7 @@ TEST(ElfFacts, compiler_built_library_matches_readelf) {
     char dir[] = "/tmp/ldshim-facts-XXXXXX";
     ASSERT_TRUE(mkdtemp(dir));
     std::string d = dir;
-    std::string cmd = "cc -shared -fPIC -o " + d +
+    std::string cmd = FIXTURE_CC " -shared -fPIC -o " + d +
                       "/libf.so " FIXTURE_DIR
                       "/lib.c -Wl,-soname,libf.so.7 "
                       "-Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib' -Wl,-z,now -Wl,--no-as-needed -lm";
