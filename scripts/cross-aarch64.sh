@@ -7,8 +7,8 @@
 #   scripts/cross-aarch64.sh --check    also run the suites that pass under qemu today
 # The build is the first step of issue 32 (aarch64): every module compiles
 # with warnings as errors; most suites do not pass under emulation yet
-# (their fixtures are built with the host's cc), so --check runs only the
-# ones that do, tests/arm64/entries_test.sh (the jump entries: glibc
+# (x86-64 fixtures, setuid programs: docs/testing.md), so --check runs only
+# the ones that do, tests/arm64/entries_test.sh (the jump entries: glibc
 # still sees the real caller), tests/arm64/resolver_test.sh (the
 # runtime resolves dlopen past an interposer, on two emulated CPUs),
 # scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
