@@ -12,7 +12,7 @@
 # still sees the real caller), tests/arm64/resolver_test.sh (the
 # runtime resolves dlopen past an interposer, on two emulated CPUs),
 # scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
-# (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 100), and
+# (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 75), and
 # tests/arm64/interposers_test.sh and tools_test.sh (the interposers).
 set -eu
 cd "$(dirname "$0")/.."
@@ -72,5 +72,5 @@ if $check; then
     scripts/arm64-repro.sh bookworm || [ $? -eq 77 ] # the report, arm64 Open MPI + UCX (77: skipped)
     # CI's share of the random trees on each arm64 root and CPU (the full
     # run: scripts/arm64-generator.sh --seeds 2000).
-    scripts/arm64-generator.sh --seeds "${LDSHIM_ARM64_GEN_SEEDS:-100}" || [ $? -eq 77 ]
+    scripts/arm64-generator.sh --seeds "${LDSHIM_ARM64_GEN_SEEDS:-75}" || [ $? -eq 77 ]
 fi
