@@ -4,7 +4,8 @@
 # is cross-compiled here with aarch64-linux-gnu-gcc against the root, run in
 # it chrooted under qemu-user (binfmt_misc), and compared with `ldsearch
 # --root`; the runtime resolver's runs use build-arm64's libldshim
-# (scripts/cross-aarch64.sh), installed into the root's /opt/ldshim-gen.
+# (scripts/cross-aarch64.sh), copied into the root's /opt/ldshim-gen by
+# scripts/arm64-lib.sh.
 # Each root under qemu's default CPU and under QEMU_CPU=cortex-a72 (no LSE
 # atomics: no atomics/ subdirectory), the same seeds for both.
 #   scripts/arm64-generator.sh [--seeds N] [--seed S] [SUITE...]
@@ -49,25 +50,11 @@ done
 ninja -C build tests/generator_tests tools/ldsearch/ldsearch >/dev/null
 ninja -C build-arm64 >/dev/null
 
-# build-arm64 as installed: libldshim.so.0 with its loader probes beside it
-# (without them the resolver cannot model the loader and passes every call
-# on to glibc).
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
-meson install -C build-arm64 --destdir "$stage" --no-rebuild --quiet >/dev/null
-prefix=$(meson introspect build-arm64 --buildoptions | python3 -c \
-    'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
-libdir=$(meson introspect build-arm64 --buildoptions | python3 -c \
-    'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
-case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
-[ -e "$stage$libdir/libldshim.so.0" ] || { echo "arm64-generator: no libldshim.so.0 in build-arm64's install" >&2; exit 1; }
-
 status=0
 for name in $present; do
     root=$roots/$name
     rm -rf "$root/opt/ldshim-gen"
-    mkdir -p "$root/opt/ldshim-gen"
-    cp -a "$stage$libdir" "$root/opt/ldshim-gen/lib"
+    scripts/arm64-lib.sh build-arm64 "$root/opt/ldshim-gen/lib"
     for cpu in default cortex-a72; do
         echo "== arm64-generator: $name, CPU $cpu ($(chroot "$root" /usr/bin/ldd --version | head -n 1))"
         if [ "$cpu" = default ]; then unset QEMU_CPU; else export QEMU_CPU=$cpu; fi

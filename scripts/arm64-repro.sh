@@ -119,24 +119,14 @@ fi
 #                             `julia NAME mpi`: MPI_Init, then dlopen NAME
 #   lib/julia/libopenlibm.so  found only through libjulia's RPATH/RUNPATH
 # one tree per kind of path, in /opt/ldshim-repro/{rpath,runpath}, and
-# ldshim's build in /opt/ldshim/{lib,preload} (the preload's RUNPATH
-# $ORIGIN/../lib finds libldshim.so.0, which finds its loader probes in
-# $ORIGIN/ldshim/probe).
+# ldshim's build in /opt/ldshim/lib as installed (scripts/arm64-lib.sh).
 src=$here/tests/repro/fixtures/julia_mpi.c
 ml=$root/usr/lib/aarch64-linux-gnu
 cc_arm64() {
     nice aarch64-linux-gnu-gcc --sysroot="$root" -B"$ml/" -L"$ml" -L"$root/lib/aarch64-linux-gnu" -O1 "$@"
 }
 rm -rf "$root/opt/ldshim-repro" "$root/opt/ldshim"
-mkdir -p "$root/opt/ldshim/lib" "$root/opt/ldshim/preload"
-cp -L "$build/lib/libldshim.so.0" "$root/opt/ldshim/lib/"
-# The loader probes libldshim opens from $ORIGIN/ldshim/probe, with their
-# subdirectories (tls/, glibc-hwcaps/): every .so, not the objects.
-(cd "$build/lib" && find ldshim/probe -name '*.p' -prune -o -name '*.so' -print) | while IFS= read -r f; do
-    mkdir -p "$root/opt/ldshim/lib/${f%/*}"
-    cp "$build/lib/$f" "$root/opt/ldshim/lib/$f"
-done
-cp "$build/preload/libldshim_preload.so" "$root/opt/ldshim/preload/"
+scripts/arm64-lib.sh "$build" "$root/opt/ldshim/lib"
 for kind in rpath runpath; do
     t=$root/opt/ldshim-repro/$kind
     mkdir -p "$t/bin" "$t/lib/julia"
@@ -177,7 +167,7 @@ case $loopback_env in *UCX_NET_DEVICES=lo*) ;; *)
     exit 1
     ;;
 esac
-preload=/opt/ldshim/preload/libldshim_preload.so
+preload=/opt/ldshim/lib/libldshim_preload.so
 out=$(mktemp -d)
 # run LAYOUT MODE PRELOAD: prints ok, FAIL (libopenlibm not found on both
 # ranks) or ERR (anything else); the output is kept in $out.  MODE: reloc

@@ -23,15 +23,12 @@ rc=0
 [ "$rc" -eq 0 ] || { echo "FAIL: scripts/arm64-repro.sh --root-only exited $rc"; exit 1; }
 root=${LDSHIM_ARM64_ROOTS_DIR:-/var/cache/ldshim/arm64-roots}/bookworm-mpi
 
-# The case, cross-compiled against the root, and the preload's directory
-# (with libldshim.so.0 and its probes beside it) in the root's /opt.
+# The case, cross-compiled against the root, and ldshim's libraries as
+# installed in the root's /opt.
 case=$root/opt/ldshim-tools-case
 rm -rf "$case" "$root/opt/ldshim-tools"
-mkdir -p "$root/opt/ldshim-tools"
 trap 'rm -rf "$tmp" "$case" "$root/opt/ldshim-tools"' EXIT
-cp -a "$(dirname "$preload")/." "$root/opt/ldshim-tools/"
-[ -e "$root/opt/ldshim-tools/libldshim.so.0" ] || cp -L "$build/lib/libldshim.so.0" "$root/opt/ldshim-tools/"
-[ -d "$root/opt/ldshim-tools/ldshim" ] || cp -a "$build/lib/ldshim" "$root/opt/ldshim-tools/"
+"$top/scripts/arm64-lib.sh" "$build" "$root/opt/ldshim-tools"
 in_root_preload=/opt/ldshim-tools/libldshim_preload.so
 ml=$root/usr/lib/aarch64-linux-gnu
 CC="aarch64-linux-gnu-gcc --sysroot=$root -B$ml/ -L$ml -L$root/lib/aarch64-linux-gnu -O0" \
