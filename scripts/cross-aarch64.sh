@@ -31,7 +31,8 @@ case ${1:-} in
 esac
 
 packages="g++-aarch64-linux-gnu qemu-user-static nlohmann-json3-dev libgtest-dev:arm64 libgmock-dev:arm64 \
-libelf-dev:arm64 libbenchmark-dev:arm64 libasan8-arm64-cross libtsan2-arm64-cross clang-14 lld-14 libclang-rt-14-dev:arm64"
+libelf-dev:arm64 libbenchmark-dev:arm64 libasan8-arm64-cross libtsan2-arm64-cross clang-14 lld-14 libclang-rt-14-dev:arm64 \
+libbz2-1.0:arm64 libxml2:arm64 libgfortran5:arm64 libucx0:arm64"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -142,7 +142,7 @@ cd /tmp/'$name'-src
 b=/tmp/'$name'-build'$sfx'
 reconfigure=""
 [ -f $b/build.ninja ] && reconfigure=--reconfigure
-/tmp/'$name'-meson/meson setup $reconfigure $b '${cross_file:+--cross-file=$cross_file}' --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
+/tmp/'$name'-meson/meson setup $reconfigure $b '${cross_file:+--cross-file=$cross_file --cross-file=scripts/cross/aarch64-cross-libc.ini}' --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
     -Dmodulefiles=relocatable -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
     --datadir=share --mandir=share/man >$b.setup.log 2>&1 || { tail -n 40 $b.setup.log; exit 1; }
 nice -n 10 ninja -C $b -j 2 >$b.ninja.log 2>&1 || { tail -n 60 $b.ninja.log; exit 1; }

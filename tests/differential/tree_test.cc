@@ -3,6 +3,7 @@
 // maps under LD_TRACE_LOADED_OBJECTS=1 -- on layouts where libtree and
 // lddtree are known to be wrong, and on every program in /usr/bin.  Every
 // JSON document is checked against docs/ldsearch.schema.json.
+#include "../support/test_machine.h"
 #include "fixture_cc.h"
 #include "harness.h"
 
@@ -16,6 +17,7 @@
 #include <sstream>
 
 using namespace ldshim::difftest;
+namespace testmachine = ldshim::testmachine;
 using nlohmann::json;
 
 namespace {
@@ -124,8 +126,9 @@ TEST(Tree, glibc_hwcaps_subdirectory_is_where_the_library_comes_from) {
     t.exe("main", {.needs = {"d/libH.so"}, .rpath = t.abs("d"), .driver = false});
     TreeRun run;
     expect_same_as_loader(t, "./main", &run);
-    // glibc-hwcaps subdirectories arrived in glibc 2.33 (the roots suite runs this under 2.31 too).
-    bool hwcaps = ::strverscmp(gnu_get_libc_version(), "2.33") >= 0;
+    // glibc-hwcaps subdirectories arrived in glibc 2.33 (the roots suite runs
+    // this under 2.31 too), named for x86-64, never for aarch64.
+    bool hwcaps = ::strverscmp(gnu_get_libc_version(), "2.33") >= 0 && testmachine::has_hwcaps_names();
     EXPECT_NE(run.text.find(hwcaps ? "glibc-hwcaps/x86-64-v2/libH.so [RPATH of the program]"
                                    : "d/libH.so [RPATH of "
                                      "the program]"),
@@ -135,8 +138,9 @@ TEST(Tree, glibc_hwcaps_subdirectory_is_where_the_library_comes_from) {
 
 TEST(Tree, dollar_lib_expands_as_the_loader_does) {
     Tree t;
-    t.lib("x86_64-linux-gnu/libL.so", so("libL.so"));
-    t.exe("main", {.needs = {"x86_64-linux-gnu/libL.so"}, .rpath = "$ORIGIN/$LIB", .driver = false});
+    const std::string triplet(testmachine::kThis.triplet);
+    t.lib(triplet + "/libL.so", so("libL.so"));
+    t.exe("main", {.needs = {triplet + "/libL.so"}, .rpath = "$ORIGIN/$LIB", .driver = false});
     expect_same_as_loader(t, "./main");
 }
 
@@ -423,14 +427,19 @@ TEST(Machine, lib_and_platform_options_change_the_tokens) {
 // --root against the real loader run in a chroot of the same tree.
 TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: chroot(2) needs root";
+    const std::string ldconfig = testmachine::ldconfig();
+    if (ldconfig.empty()) GTEST_SKIP() << "SKIPPED: no ldconfig for this machine (set LDSHIM_TEST_LDCONFIG)";
     Tree t;
     std::string R = t.abs("root");
-    for (const char* d :
-         {"root/lib64", "root/lib/x86_64-linux-gnu", "root/usr/bin", "root/usr/lib/app", "root/opt/cached",
-          "root/opt/linked", "root/etc", "root/var/cache/ldconfig", "root/tmp", "root/proc"})
+    const std::string loader = testmachine::loader(), libdir = testmachine::lib_dir();
+    for (const std::string& d :
+         {"root" + loader.substr(0, loader.rfind('/')), "root/" + libdir, std::string("root/usr/bin"),
+          std::string("root/usr/lib/app"), std::string("root/opt/cached"), std::string("root/opt/linked"),
+          std::string("root/etc"), std::string("root/var/cache/ldconfig"), std::string("root/tmp"),
+          std::string("root/proc")})
         t.mkdir(d);
-    ASSERT_EQ(sh("cp -L /lib64/ld-linux-x86-64.so.2 " + quote(R + "/lib64/") +
-                 " && cp -L /lib/x86_64-linux-gnu/libc.so.6 " + quote(R + "/lib/x86_64-linux-gnu/")),
+    ASSERT_EQ(sh("cp -L " + loader + " " + quote(R + loader) + " && cp -L /" + libdir + "/libc.so.6 " +
+                 quote(R + "/" + libdir + "/")),
               0);
     t.lib("root/opt/cached/libB.so", so("libB.so"));
     t.lib("root/usr/lib/app/libA.so", {.soname = "libA.so", .needs = {"root/opt/cached/libB.so"}});
@@ -439,14 +448,14 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     t.symlink("/opt/linked/libL.so", "root/usr/lib/app/libL.so");
     // A decoy just above the root, where an escaping "$ORIGIN/../../.." would land.
     t.lib("libE.so", so("libE.so"));
-    t.lib("root/lib/x86_64-linux-gnu/libE.so", so("libE.so"));
+    t.lib("root/" + libdir + "/libE.so", so("libE.so"));
     t.exe("root/usr/bin/prog", {.needs = {"root/usr/lib/app/libA.so", "root/opt/linked/libL.so", "libE.so"},
                                 // A file on the way ("ld.so.conf/..") is
                                 // ENOTDIR to the kernel, not a step back.
                                 .rpath = "/etc/ld.so.conf/../../opt/linked:$ORIGIN/../lib/app:$ORIGIN/../../..",
                                 .driver = false});
     t.write("root/etc/ld.so.conf", "/opt/cached\n");
-    ASSERT_EQ(sh("/sbin/ldconfig -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
+    ASSERT_EQ(sh(ldconfig + " -r " + quote(R) + " 2>/dev/null"), 0) << "ldconfig -r builds the root's own cache";
     std::string helper = t.abs("chroot_run");
     ASSERT_EQ(sh(FIXTURE_CC " -static -o " + quote(helper) + " " + quote(std::string(FIXTURE_DIR) + "/chroot_run.c")),
               0);
@@ -489,7 +498,7 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
     sh("cd " + quote(R) + " && NO_COLOR=1 " + quote(kLdsearch) + " tree --root " + quote(R) + " /usr/bin/prog > " +
        quote(t.abs("tree.out")) + " 2>&1");
     std::string tree_text = read_file(t.abs("tree.out"));
-    EXPECT_NE(tree_text.find("libE.so => /lib/x86_64-linux-gnu/libE.so"), std::string::npos) << tree_text;
+    EXPECT_NE(tree_text.find("libE.so => /" + libdir + "/libE.so"), std::string::npos) << tree_text;
     EXPECT_NE(tree_text.find("libB.so => /opt/cached/libB.so [ld.so.cache]"), std::string::npos) << tree_text;
     EXPECT_EQ(tree_text.find(t.root()), std::string::npos) << "paths are the root's own:\n" << tree_text;
 }

@@ -2,6 +2,7 @@
 // the process starts no program and no process, opens no file for writing
 // that it would not open without ldshim, and a host that reaps every child
 // or forbids execve sees exactly what it sees without ldshim.
+#include "../support/test_machine.h"
 #include "fixture_cc.h"
 #include "interposers.h"
 
@@ -167,7 +168,7 @@ TEST(Guest, a_call_ldshim_does_not_answer_is_searched_from_its_own_caller) {
     };
     const std::string loaded = "loaded lib/plug/libplug.so\n";
     const std::string preload = "LD_PRELOAD=" + quote(PRELOAD_LIB_PATH);
-    const std::string ld_so = "/lib64/ld-linux-x86-64.so.2 ";
+    const std::string ld_so = ldshim::testmachine::loader() + " ";
     ASSERT_EQ(run("", ""), loaded) << "the layout itself";
     ASSERT_EQ(run("", ld_so), loaded) << "the layout under an explicit loader";
     EXPECT_EQ(run(preload, ""), loaded);

@@ -1,4 +1,5 @@
 #include "julia_report.h"
+#include "../support/test_machine.h"
 
 #include <algorithm>
 
@@ -12,8 +13,8 @@
 namespace ldshim::difftest::report {
 
 bool mpi_available() {
-    return sh("test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 -a -e /usr/lib/x86_64-linux-gnu/libucm.so.0 && "
-              "command -v mpirun >/dev/null") == 0;
+    const std::string dir = "/usr/" + testmachine::lib_dir();
+    return sh("test -e " + dir + "/libmpi.so.40 -a -e " + dir + "/libucm.so.0 && command -v mpirun >/dev/null") == 0;
 }
 
 Env mpi_loopback_env() {
@@ -118,7 +119,7 @@ void ldlp_vs_runpath(Tree& t) {
 }
 
 void lib_token(Tree& t) {
-    t.lib("lib/lib/x86_64-linux-gnu/libopenlibm.so", openlibm(1));
+    t.lib("lib/" + testmachine::lib_dir() + "/libopenlibm.so", openlibm(1));
     julia(t, {.rpath = "$ORIGIN/$LIB"});
 }
 

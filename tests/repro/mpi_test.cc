@@ -12,6 +12,7 @@
 // case and every way; the UCX modes are recorded and compared with the
 // outcomes measured on this machine, so that a UCX change shows up.  Every
 // run has a timeout.
+#include "../support/test_machine.h"
 #include "julia_report.h"
 
 #include <gtest/gtest.h>
@@ -107,7 +108,10 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
 class Mpi : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!mpi_available()) GTEST_SKIP() << "SKIPPED: Open MPI / UCX not installed (openmpi-bin, libucx0)";
+        if (!mpi_available())
+            GTEST_SKIP() << "SKIPPED: Open MPI / UCX for " << ldshim::testmachine::kThis.triplet
+                         << " not installed (openmpi-bin, libucx0; on aarch64 scripts/arm64-repro.sh "
+                            "runs them in an arm64 root)";
     }
 };
 

@@ -16,6 +16,7 @@
 //                  UCX defaults and PROCESS_RPATH=n, singleton and mpirun -np 2
 // A test that cannot run says SKIPPED and why.
 #include "../repro/julia_report.h"
+#include "../support/test_machine.h"
 
 #include <gtest/gtest.h>
 
@@ -247,7 +248,10 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
 class UcxPatched : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!mpi_available()) GTEST_SKIP() << "SKIPPED: Open MPI / UCX not installed (openmpi-bin, libucx0)";
+        if (!mpi_available())
+            GTEST_SKIP() << "SKIPPED: Open MPI / UCX for " << ldshim::testmachine::kThis.triplet
+                         << " not installed (openmpi-bin, libucx0; on aarch64 scripts/arm64-repro.sh "
+                            "runs them in an arm64 root)";
         const Patched& p = patched();
         if (p.skip) GTEST_SKIP() << "SKIPPED: the patched libucm cannot be built here: " << p.why;
         ASSERT_FALSE(p.prefix.empty()) << "building the patched libucm failed: " << p.why;

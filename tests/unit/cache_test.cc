@@ -1,3 +1,4 @@
+#include "../support/test_machine.h"
 #include "fake_fs.h"
 #include "fixture_cc.h"
 #include "host/loader_query.h"
@@ -30,7 +31,7 @@ LdCache cache_of(const std::string& bytes) {
 }
 LoaderConfig running() {
     std::string err;
-    auto cfg = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
+    auto cfg = query_running_loader(ldshim::testmachine::loader(), &err);
     EXPECT_TRUE(cfg) << err;
     return cfg.value_or(LoaderConfig{});
 }
@@ -74,7 +75,7 @@ TEST(CacheFile, system_cache_finds_libc) {
     struct stat a {
     }, b{};
     ASSERT_EQ(stat(hit->c_str(), &a), 0) << *hit;
-    ASSERT_EQ(stat("/lib/x86_64-linux-gnu/libc.so.6", &b), 0);
+    ASSERT_EQ(stat(("/" + ldshim::testmachine::lib_dir() + "/libc.so.6").c_str(), &b), 0);
     EXPECT_TRUE(a.st_dev == b.st_dev && a.st_ino == b.st_ino) << *hit;
     EXPECT_FALSE(c.lookup("libdoesnotexist.so.42", running()));
 }
@@ -100,11 +101,15 @@ TEST(CacheFile, truncated_or_corrupted_caches_never_crash) {
 class PrivateCache : public ::testing::Test {
 protected:
     void SetUp() override {
+        ldconfig_ = ldshim::testmachine::ldconfig();
+        if (ldconfig_.empty()) GTEST_SKIP() << "SKIPPED: no ldconfig for this machine (set LDSHIM_TEST_LDCONFIG)";
         char tmpl[] = "/tmp/ldshim-cache-XXXXXX";
         ASSERT_TRUE(mkdtemp(tmpl));
         dir_ = tmpl;
     }
-    void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+    void TearDown() override {
+        if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+    }
     void lib(const std::string& rel, const std::string& soname) {
         std::string path = dir_ + "/" + rel;
         std::string cmd = "mkdir -p \"$(dirname " + path + ")\" && " FIXTURE_CC " -shared -fPIC -o " + path +
@@ -115,12 +120,12 @@ protected:
         std::ofstream conf(dir_ + "/ld.so.conf");
         for (const auto& d : dirs) conf << dir_ << "/" << d << "\n";
         conf.close();
-        std::string cmd = "/sbin/ldconfig -X -c " + std::string(format) + " -C " + dir_ + "/cache -f " + dir_ +
+        std::string cmd = ldconfig_ + " -X -c " + std::string(format) + " -C " + dir_ + "/cache -f " + dir_ +
                           "/ld.so.conf 2>/dev/null";
         EXPECT_EQ(std::system(cmd.c_str()), 0);
         return cache_of(slurp(dir_ + "/cache"));
     }
-    std::string dir_;
+    std::string dir_, ldconfig_;
 };
 
 TEST_F(PrivateCache, hwcaps_entry_beats_plain_entry_in_earlier_dir) {

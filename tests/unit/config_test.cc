@@ -1,3 +1,4 @@
+#include "../support/test_machine.h"
 #include "host/loader_in_process.h"
 #include "host/loader_query.h"
 #include "loader/loader_config.h"
@@ -22,6 +23,8 @@ using namespace ldshim::loader;
 using namespace ldshim::host;
 
 namespace {
+// The loader of the machine the tests run on (its answers are the oracle).
+const std::string kLoader = ldshim::testmachine::loader();
 constexpr const char* kHelp236 = R"(
 Shared library search path:
   (libraries located via /etc/ld.so.cache)
@@ -104,7 +107,7 @@ TEST(LoaderConfig, garbage_is_an_error_not_a_crash) {
 
 TEST(LoaderConfig, running_loader_answers) {
     std::string err;
-    auto cfg = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
+    auto cfg = query_running_loader(kLoader, &err);
     ASSERT_TRUE(cfg) << err;
     EXPECT_FALSE(cfg->system_dirs.empty());
     EXPECT_EQ(cfg->subdirs.back(), "");
@@ -116,9 +119,9 @@ TEST(LoaderConfig, cached_answer_equals_fresh_answer) {
     ASSERT_TRUE(mkdtemp(tmpl));
     std::string dir = std::string(tmpl) + "/sub/ldshim";
     std::string err;
-    auto fresh = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
-    auto first = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);   // miss: runs ld.so, writes
-    auto second = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);  // hit: reads the file
+    auto fresh = query_running_loader(kLoader, &err);
+    auto first = query_loader_cached(kLoader, dir, &err);   // miss: runs ld.so, writes
+    auto second = query_loader_cached(kLoader, dir, &err);  // hit: reads the file
     ASSERT_TRUE(fresh && first && second) << err;
     for (const auto* c : {&*first, &*second}) {
         EXPECT_EQ(c->system_dirs, fresh->system_dirs);
@@ -130,8 +133,8 @@ TEST(LoaderConfig, cached_answer_equals_fresh_answer) {
     EXPECT_EQ(std::system(("test -n \"$(ls " + dir + ")\"").c_str()), 0) << "nothing was cached";
     // A different tunable is a different key, hence a fresh answer.
     setenv("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2", 1);
-    auto tuned = query_loader_cached("/lib64/ld-linux-x86-64.so.2", dir, &err);
-    auto tuned_fresh = query_running_loader("/lib64/ld-linux-x86-64.so.2", &err);
+    auto tuned = query_loader_cached(kLoader, dir, &err);
+    auto tuned_fresh = query_running_loader(kLoader, &err);
     unsetenv("GLIBC_TUNABLES");
     ASSERT_TRUE(tuned && tuned_fresh);
     EXPECT_EQ(tuned->subdirs, tuned_fresh->subdirs);
@@ -220,11 +223,15 @@ TEST(LoaderConfigCodec, randomly_damaged_files_decode_to_nothing_or_to_what_they
 namespace {
 // The running loader's debug output for the probe, as host/loader_query.cc
 // asks for it, with `mask` as LD_HWCAP_MASK (empty: unset).
-std::string probe_text(const std::string& mask = "") {
-    auto in = probe_inputs("ld-linux-x86-64.so.2");
-    std::string cmd = "cd /lib64 && env -i LD_DEBUG=libs 'LD_PRELOAD=" + in.preload +
+std::string probe_text(const std::string& mask = "", const std::vector<std::string>& env = {}) {
+    const std::size_t slash = kLoader.rfind('/');
+    auto in = probe_inputs(kLoader.substr(slash + 1));
+    std::string vars;
+    for (const auto& v : env)
+        if (!v.starts_with("LD_LIBRARY_PATH=")) vars += " '" + v + "'";
+    std::string cmd = "cd " + kLoader.substr(0, slash) + " && env -i LD_DEBUG=libs 'LD_PRELOAD=" + in.preload +
                       "' 'LD_LIBRARY_PATH=" + in.library_path + "'" + (mask.empty() ? "" : " LD_HWCAP_MASK=" + mask) +
-                      " /lib64/ld-linux-x86-64.so.2 --list /lib64/ld-linux-x86-64.so.2 2>&1 >/dev/null";
+                      vars + " " + kLoader + " --list " + kLoader + " 2>&1 >/dev/null";
     std::string out;
     if (FILE* f = popen(cmd.c_str(), "r")) {
         char buf[4096];
@@ -241,7 +248,7 @@ TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
     for (std::string mask : {"", "0", "0x6"}) {
         std::string err;
         auto helped = query_running_loader(
-            "/lib64/ld-linux-x86-64.so.2", &err,
+            kLoader, &err,
             LoaderCpuEnv::of(mask.empty() ? std::vector<std::string>{} : std::vector{"LD_HWCAP_MASK=" + mask}));
         ASSERT_TRUE(helped) << err;
         auto probed = config_from_answers(std::nullopt, probe_text(mask), &err);
@@ -251,7 +258,7 @@ TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
         EXPECT_EQ(probed->hwcaps_active, helped->hwcaps_active) << mask;
         EXPECT_EQ(probed->platform, helped->platform) << mask;
         EXPECT_EQ(probed->hwcap_searched, helped->hwcap_searched) << mask;
-        EXPECT_EQ(probed->dst_lib, "lib/x86_64-linux-gnu");
+        EXPECT_EQ(probed->dst_lib, ldshim::testmachine::lib_dir());
         EXPECT_EQ(probed->cache_path, "/etc/ld.so.cache");
         // What the search showed is what the runtime takes from the version
         // ("/" stat'ed as "" before 2.38, a non-directory ending a list before
@@ -540,7 +547,9 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
         {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-XSAVE,-XSAVEC"},
         {"GLIBC_TUNABLES=glibc.cpu.hwcaps=-OSXSAVE"},
         {"LD_HWCAP_MASK=0"},
-        {"LD_HWCAP_MASK=0xffffffff"},
+        // Every bit: on aarch64 (about 28 named bits of AT_HWCAP) the loader
+        // itself cannot start a program under it, so aarch64 takes 0xff.
+        {ldshim::testmachine::kThis.machine == EM_AARCH64 ? "LD_HWCAP_MASK=0xff" : "LD_HWCAP_MASK=0xffffffff"},
         {"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=0"},
         {"LD_HWCAP_MASK=0", "GLIBC_TUNABLES=glibc.cpu.hwcap_mask=6"},
         {"GLIBC_TUNABLES=glibc.cpu.hwcap_mask=2", "LD_HWCAP_MASK=0"},
@@ -568,11 +577,13 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
             pos = nl;
         }
         std::string err;
-        auto want = parse_ld_so_help(run_capture({"/lib64/ld-linux-x86-64.so.2", "--help"}, env), &err);
+        // --help, with the legacy subdirectories its search shows (--help
+        // names only the mask's HWCAP_IMPORTANT bits: loader_probe.cc).
+        auto want = config_from_answers(run_capture({kLoader, "--help"}, env), probe_text("", env), &err);
         ASSERT_TRUE(want) << err;
         // --help does not print $LIB; --list-diagnostics does, and $PLATFORM,
         // which --help states only in its legacy section (before 2.37).
-        std::string diag = "\n" + run_capture({"/lib64/ld-linux-x86-64.so.2", "--list-diagnostics"}, env);
+        std::string diag = "\n" + run_capture({kLoader, "--list-diagnostics"}, env);
         if (!want->platform) {
             auto at = diag.find("\ndl_platform=\"");
             if (at != std::string::npos) {
@@ -590,10 +601,10 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
 // A program started as `ld.so PROGRAM` may carry loader options the process
 // cannot see (--glibc-hwcaps-prepend, --library-path ...): reported, not guessed.
 TEST(InProcessConfig, program_started_through_ld_so_is_reported_not_guessed) {
-    std::string out = run_capture(
-        {"/lib64/ld-linux-x86-64.so.2", self_exe(), "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
-         "--gtest_also_run_disabled_tests"},
-        {});
+    std::string out =
+        run_capture({kLoader, self_exe(), "--gtest_filter=InProcessConfigChild.DISABLED_print_derived_config",
+                     "--gtest_also_run_disabled_tests"},
+                    {});
     EXPECT_NE(out.find("CFG error no interpreter mapped"), std::string::npos) << out;
     EXPECT_EQ(out.find("CFG system_dir"), std::string::npos) << out;
 }
