@@ -16,10 +16,10 @@ namespace ldsearch {
 // The module's bytes (env_audit_blob.cc, generated from env_audit.c).
 extern const unsigned char kEnvAuditModule[];
 extern const std::size_t kEnvAuditModule_size;
-#ifdef LDSEARCH_ENV_AUDIT_AARCH64
-// The same module built for aarch64 (env_audit_aarch64_blob.cc).
-extern const unsigned char kEnvAuditModuleAarch64[];
-extern const std::size_t kEnvAuditModuleAarch64_size;
+#if defined(LDSEARCH_ENV_AUDIT_OTHER_AARCH64) || defined(LDSEARCH_ENV_AUDIT_OTHER_X86_64)
+// The same module built for the other machine (env_audit_other_blob.cc).
+extern const unsigned char kEnvAuditModuleOther[];
+extern const std::size_t kEnvAuditModuleOther_size;
 #endif
 
 namespace {
@@ -36,16 +36,21 @@ struct AuditBuild {
     std::vector<const char*> platforms;
 };
 
+const std::vector<const char*> kX86_64Platforms{"x86_64", "haswell", "xeon_phi"};
+const std::vector<const char*> kAarch64Platforms{"aarch64"};
+
 std::vector<AuditBuild> audit_builds() {
 #if defined(__x86_64__)
-    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {"x86_64", "haswell", "xeon_phi"}}};
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, kX86_64Platforms}};
 #elif defined(__aarch64__)
-    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {"aarch64"}}};
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, kAarch64Platforms}};
 #else
     std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {}}};
 #endif
-#ifdef LDSEARCH_ENV_AUDIT_AARCH64
-    out.push_back({kEnvAuditModuleAarch64, kEnvAuditModuleAarch64_size, {"aarch64"}});
+#if defined(LDSEARCH_ENV_AUDIT_OTHER_AARCH64)
+    out.push_back({kEnvAuditModuleOther, kEnvAuditModuleOther_size, kAarch64Platforms});
+#elif defined(LDSEARCH_ENV_AUDIT_OTHER_X86_64)
+    out.push_back({kEnvAuditModuleOther, kEnvAuditModuleOther_size, kX86_64Platforms});
 #endif
     return out;
 }
