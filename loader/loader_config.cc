@@ -50,6 +50,14 @@ HelpItem parse_item(std::string_view line) {
 }
 
 constexpr std::string_view kX86HwcapNames[] = {"sse2", "x86_64", "avx512_1"};
+// aarch64: the kernel's AT_HWCAP bit names (its /proc/cpuinfo "Features"),
+// as glibc's _dl_aarch64_cap_flags holds them; 2.29's table has these 28,
+// later ones append.  The default mask holds "atomics" alone; an
+// LD_HWCAP_MASK of more bits searches a subdirectory per named bit set.
+constexpr std::string_view kAarch64HwcapNames[] = {
+    "fp",      "asimd",  "evtstrm",  "aes",      "pmull", "sha1",  "sha2",   "crc32", "atomics", "fphp",
+    "asimdhp", "cpuid",  "asimdrdm", "jscvt",    "fcma",  "lrcpc", "dcpop",  "sha3",  "sm3",     "sm4",
+    "asimddp", "sha512", "sve",      "asimdfhm", "dit",   "uscat", "ilrcpc", "flagm"};
 
 }  // namespace
 
@@ -69,7 +77,9 @@ int x86_hwcap_bit(std::string_view name) {
 }
 
 int legacy_hwcap_bit(std::string_view name) {
-    if (name == "atomics") return 8;  // aarch64's HWCAP_ATOMICS
+    // The two machines' names differ, so a name alone says its bit.
+    for (int i = 0; i < static_cast<int>(std::size(kAarch64HwcapNames)); ++i)
+        if (kAarch64HwcapNames[i] == name) return i;
     return x86_hwcap_bit(name);
 }
 
@@ -108,13 +118,14 @@ bool loader_refuses_pie(std::string_view image) {
 std::string_view legacy_hwcap_name(std::uint16_t machine, int bit) {
     if (machine == kMachineX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
         return kX86HwcapNames[bit];
-    if (machine == kMachineAarch64 && bit == 8) return "atomics";
+    if (machine == kMachineAarch64 && bit >= 0 && bit < static_cast<int>(std::size(kAarch64HwcapNames)))
+        return kAarch64HwcapNames[bit];
     return {};
 }
 
 std::uint64_t named_hwcap_bits(std::uint16_t machine) {
     if (machine == kMachineX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
-    if (machine == kMachineAarch64) return kHwcapAarch64Atomics;
+    if (machine == kMachineAarch64) return (std::uint64_t{1} << std::size(kAarch64HwcapNames)) - 1;
     return 0;
 }
 

@@ -110,6 +110,16 @@ std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> 
         cfg = parse_ld_so_help(*help, error);
         if (!cfg) return std::nullopt;
         if (!cfg->platform) cfg->platform = facts->platform;
+        // --help names only the legacy hwcap bits of HWCAP_IMPORTANT, while
+        // the search takes every named bit of AT_HWCAP & the mask (aarch64
+        // under an LD_HWCAP_MASK wider than "atomics"): the probe's own
+        // search, made in the same environment, is what the loader does.
+        if (!facts->subdirs.empty() && facts->subdirs != cfg->subdirs) {
+            cfg->subdirs = std::move(facts->subdirs);
+            cfg->hwcaps_active.clear();
+            cfg->hwcap_searched = 0;
+            read_subdirs(*cfg);
+        }
     } else {
         cfg.emplace();
         cfg->system_dirs = std::move(facts->system_dirs);

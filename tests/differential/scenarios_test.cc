@@ -545,6 +545,20 @@ TEST(Differential, hwcap_mask_zero_shrinks_legacy_subdirs) {
     EXPECT_EQ(r.results.size(), loader_has_legacy_subdirs() ? 1u : 0u);
 }
 
+// An LD_HWCAP_MASK wider than the default: before 2.37 the loader searches a
+// subdirectory for every named AT_HWCAP bit the mask lets through (on
+// aarch64 asimd, evtstrm ..., which its --help does not list).
+TEST(Differential, a_wider_hwcap_mask_searches_a_subdirectory_per_named_bit) {
+    const std::string bit = testmachine::kThis.machine == EM_AARCH64 ? "asimd" : "x86_64";
+    Tree t;
+    t.lib("d/" + bit + "/libM.so", so());
+    t.lib("d/libM.so", so());
+    t.exe("dlo", {.rpath = t.abs("d")});
+    Capture r = compare(t, "./dlo", {.ops = {"o:libM.so"}, .env = {{"LD_HWCAP_MASK", "0x6"}}});
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0], t.abs("d") + (loader_has_legacy_subdirs() ? "/" + bit : "") + "/libM.so");
+}
+
 TEST(Differential, tunable_disables_hwcaps_level) {
     Tree t;
     t.lib("d/glibc-hwcaps/x86-64-v2/libH.so", so());
