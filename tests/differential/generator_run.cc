@@ -1,5 +1,6 @@
 // Building a generated tree, running it under the real loader, through
 // ldsearch and through the runtime resolver, and comparing the three.
+#include "../support/test_machine.h"
 #include "generator.h"
 #include "harness.h"
 
@@ -136,10 +137,11 @@ std::string redirected(const TreePlace& w, const std::string& name) {
     return " >" + quote(w.file(name + ".stdout")) + " 2>" + quote(w.file(name + ".stderr")) + " </dev/null";
 }
 
-// The loader's machine: aarch64 for a root that holds aarch64's loader.
+// The loader's machine: aarch64 for a root that holds aarch64's loader;
+// without a root, the machine the test runs on (under qemu-user, aarch64).
 Machine machine_of(const std::string& sysroot) {
-    if (!sysroot.empty() && access((sysroot + "/lib/ld-linux-aarch64.so.1").c_str(), F_OK) == 0)
-        return Machine::aarch64;
+    if (sysroot.empty()) return ldshim::testmachine::kThis.machine == EM_AARCH64 ? Machine::aarch64 : Machine::x86_64;
+    if (access((sysroot + "/lib/ld-linux-aarch64.so.1").c_str(), F_OK) == 0) return Machine::aarch64;
     return Machine::x86_64;
 }
 

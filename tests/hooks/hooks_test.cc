@@ -3,6 +3,7 @@
 // libraries (and, where the Toolkit is installed, the real libcudart), and
 // run in their own processes.  Each program checks itself and prints
 // "checks N failures M"; this file builds, runs and reports.
+#include "../support/test_machine.h"
 #include "differential/harness.h"
 #include "fixture_cc.h"
 
@@ -161,6 +162,8 @@ TEST_F(HooksTest, real_libcudart_errors_pass_through_unchanged_with_nothing_regi
     SKIP_WITHOUT_CUDA_HOOKS();
     if (access((kCuda + "/libcudart.so.13").c_str(), R_OK) != 0)
         GTEST_SKIP() << "SKIPPED: no " << kCuda << "/libcudart.so.13 (CUDA 13 Toolkit not installed)";
+    if (!ldshim::testmachine::for_this_machine(kCuda + "/libcudart.so.13"))
+        GTEST_SKIP() << "SKIPPED: " << kCuda << "/libcudart.so.13 is not for " << ldshim::testmachine::kThis.triplet;
     if (access("/dev/nvidiactl", F_OK) == 0)
         GTEST_SKIP() << "SKIPPED: this machine has an NVIDIA driver; the no-driver error path cannot be checked";
     std::string dir = *root_ + "/real";
@@ -239,6 +242,8 @@ namespace {
 
 TEST_F(HooksTest, stress_8_threads_10000_operations_with_a_fork_no_deadlock_no_leak) {
     SKIP_WITHOUT_CUDA_HOOKS();
+    if (const char* emulator = ldshim::testmachine::emulator())
+        GTEST_SKIP() << "SKIPPED: under " << emulator << ": valgrind cannot run an emulated program";
     std::string dir = build({"partial_relro_pie_plt_gnu", "lazy", true, true, true, "gnu"});
     std::string bin = dir + "/stress_fork";
     ASSERT_EQ(sh(FIXTURE_CC " -std=gnu11 -O1 -Wall -Werror -I" + quote(kFixtures) + " -I" + quote(LDSHIM_INCLUDE) +

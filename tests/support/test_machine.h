@@ -51,16 +51,18 @@ inline std::string loader() { return std::string(kThis.loader); }
 // setup: "qemu-user"), or null on the machine itself.
 inline const char* emulator() { return ::getenv("LDSHIM_TEST_EMULATOR"); }
 
+// Whether the ELF file at `path` is for this machine.
+inline bool for_this_machine(const std::string& path) {
+    Elf64_Ehdr eh{};
+    std::ifstream f(path, std::ios::binary);
+    return f.read(reinterpret_cast<char*>(&eh), sizeof eh) && eh.e_machine == kThis.machine;
+}
+
 // This machine's ldconfig, which writes the cache flags its loader accepts:
 // /sbin/ldconfig when it is a program for this machine, else
 // $LDSHIM_TEST_LDCONFIG (a cross build's tests under qemu-user are given an
 // arm64 root's static one); empty when there is neither.
 inline std::string ldconfig() {
-    auto for_this_machine = [](const char* path) {
-        Elf64_Ehdr eh{};
-        std::ifstream f(path, std::ios::binary);
-        return f.read(reinterpret_cast<char*>(&eh), sizeof eh) && eh.e_machine == kThis.machine;
-    };
     if (for_this_machine("/sbin/ldconfig")) return "/sbin/ldconfig";
     const char* given = ::getenv("LDSHIM_TEST_LDCONFIG");
     return given && for_this_machine(given) ? given : "";

@@ -15,6 +15,7 @@
 // each with UCX defaults and with UCX_MEM_DLOPEN_PROCESS_RPATH=n.
 // Without the cached build every test says SKIPPED and why.
 #include "../repro/julia_report.h"
+#include "../support/test_machine.h"
 
 #include <gtest/gtest.h>
 
@@ -122,7 +123,8 @@ void run(const Layout& l, Tree& t) {
         EXPECT_EQ(got[i + 4], got[i]) << l.name << rp << ": UCX_MEM_DLOPEN_LDSHIM=n differs from unpatched master";
         EXPECT_EQ(got[i + 1], got[i]) << l.name << rp << ": without libldshim the series differs from master";
     }
-    if (sh("test -e /usr/lib/x86_64-linux-gnu/libucm.so.0 -a -e /usr/lib/x86_64-linux-gnu/libucs.so.0") == 0) {
+    const std::string debian = "/usr/" + ldshim::testmachine::lib_dir();
+    if (sh("test -e " + debian + "/libucm.so.0 -a -e " + debian + "/libucs.so.0") == 0) {
         row.debian = pf(mode("", false) == truth);
         row.debian_norpath = pf(mode("", true) == truth);
     }
@@ -175,6 +177,8 @@ protected:
             GTEST_SKIP() << "SKIPPED: no cached UCX master build (scripts/ucx-master.sh builds it, 233-306 s cold on 2 "
                             "shared cores; this suite does not): "
                          << build().why;
+        if (!ldshim::testmachine::for_this_machine(build().dir + "/patched/lib/libucm.so.0"))
+            GTEST_SKIP() << "SKIPPED: the cached UCX master build is not for " << ldshim::testmachine::kThis.triplet;
     }
 };
 
