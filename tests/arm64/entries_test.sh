@@ -2,7 +2,7 @@
 # aarch64's jump entries (hooks/dlopen_entry.h, the dlsym trampolines of
 # hooks/interpose.cc), under qemu-user: whatever ldshim answers or passes
 # on, glibc must still see the real caller.
-#   tests/arm64/entries_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
+#   [ARM64_ROOT=ROOT] tests/arm64/entries_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
 # BUILD_ARM64 is an aarch64 build (scripts/cross-aarch64.sh).  Checks, each
 # against the same program without the preload:
 #   - a library whose RUNPATH holds the plugin dlopens it; with the preload
@@ -46,12 +46,12 @@ $cc -O2 -fPIC -shared -o libA.so a.c -Wl,--no-as-needed -L. -lZ -Wl,--enable-new
 # shellcheck disable=SC2016
 $cc -O2 -o main main.c -Wl,--no-as-needed -L. -lA -Wl,-rpath,'$ORIGIN'
 
-want=$(./main)
+want=$(run ./main)
 [ "$want" = "plugin found, next marker 1" ] || { echo "FAIL: without ldshim: $want"; exit 1; }
 fail=0
 for env in "" "LDSHIM_DISABLE=1" "LDSHIM_CUDA_HOOKS=1" "LDSHIM_CUDA_HOOKS=1 LDSHIM_DISABLE=1"; do
     # shellcheck disable=SC2086  # the words of $env are separate assignments
-    got=$(env LD_PRELOAD="$preload" $env ./main 2>&1)
+    got=$(run env LD_PRELOAD="$preload" $env ./main 2>&1)
     if [ "$got" = "$want" ]; then
         echo "ok: ${env:-(defaults)}: $got"
     else

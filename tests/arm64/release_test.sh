@@ -7,8 +7,8 @@
 #     system directory through $ORIGIN and $LIB: every search identical to
 #     the root's loader;
 #  2. the unpacked tree's preload in tests/arm64/entries_test.sh and
-#     tests/arm64/resolver_test.sh (this host's arm64 glibc, through
-#     binfmt_misc).
+#     tests/arm64/resolver_test.sh: with this host's arm64 glibc (through
+#     binfmt_misc), and chrooted in the trixie root (glibc 2.41).
 # One line per check; exit 0 all pass, 1 one fails, 77 (skipped) without
 # root, an arm64 root or qemu-user in binfmt_misc.
 #   tests/arm64/release_test.sh TARBALL
@@ -53,15 +53,22 @@ done
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 tar -C "$tree" -xJf "$tarball"
-for t in entries_test.sh resolver_test.sh; do
-    if res=$("$here/$t" "$tree/$pkg" 2>&1); then
-        echo "ok: $t with the tarball's preload: $(echo "$res" | grep -c '^ok') checks"
+for where in host trixie; do
+  for t in entries_test.sh resolver_test.sh; do
+    root=""
+    if [ $where = trixie ]; then
+        [ -f "$roots/trixie.done" ] || { echo "SKIPPED: $t in trixie: no root"; continue; }
+        root=$roots/trixie
+    fi
+    if res=$(ARM64_ROOT=$root "$here/$t" "$tree/$pkg" 2>&1); then
+        echo "ok: $t with the tarball's preload ($where): $(echo "$res" | grep -c '^ok') checks"
     elif [ $? -eq 77 ]; then
-        echo "$t: $(echo "$res" | tail -n 1)"
+        echo "$t ($where): $(echo "$res" | tail -n 1)"
     else
-        echo "FAIL: $t with the tarball's preload:"
+        echo "FAIL: $t with the tarball's preload ($where):"
         echo "$res" | grep -v '^ok' | sed 's/^/  /'
         status=1
     fi
+  done
 done
 exit "$status"
