@@ -14,7 +14,7 @@
 # (the runtime resolves dlopen past an interposer, on two emulated CPUs),
 # each here and chrooted in the trixie root (glibc 2.41),
 # tests/arm64/interposers_test.sh and tools_test.sh (the interposers),
-# scripts/arm64-repro.sh and a share of scripts/arm64-generator.sh
+# scripts/arm64-repro.sh (bookworm and trixie) and a share of scripts/arm64-generator.sh
 # (LDSHIM_ARM64_GEN_SEEDS trees per root and CPU, default 75; --full: 2000).
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ case ${1:-} in
     --full) check=true full=true ;;
     "") ;;
     -h | --help)
-        sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -90,6 +90,7 @@ if $check; then
     tests/arm64/interposers_test.sh build-arm64 || [ $? -eq 77 ] # the sanitizer runtimes' table
     tests/arm64/tools_test.sh build-arm64 || [ $? -eq 77 ]        # heaptrack, uftrace, fakechroot
     scripts/arm64-repro.sh bookworm || [ $? -eq 77 ] # the report, arm64 Open MPI + UCX (77: skipped)
+    scripts/arm64-repro.sh trixie || [ $? -eq 77 ]   # Open MPI 5 + UCX 1.18, singleton ranks
     # CI's share of the random trees on each arm64 root and CPU (the full
     # run: scripts/arm64-generator.sh --seeds 2000).
     $full && LDSHIM_ARM64_GEN_SEEDS=${LDSHIM_ARM64_GEN_SEEDS:-2000}
