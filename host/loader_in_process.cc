@@ -93,9 +93,19 @@ std::optional<ObjectFacts> main_program_facts() {
     return std::move(r.facts);
 }
 
-// The main program's $ORIGIN as ld.so finds it: /proc/self/exe, else
-// LD_ORIGIN_PATH (not for set-id processes) without trailing slashes.
-std::optional<std::string> main_origin(bool secure) {
+// LD_LIBRARY_PATH as ld.so read it at startup: the last occurrence wins;
+// set-id processes ignore it.
+std::optional<std::string> startup_library_path(bool secure) {
+    std::optional<std::string> out;
+    if (secure) return out;
+    for (char** e = environ; e && *e; ++e)
+        if (std::string_view(*e).starts_with("LD_LIBRARY_PATH=")) out = std::string(*e + 16);
+    return out;
+}
+
+}  // namespace
+
+std::optional<std::string> main_program_origin(bool secure) {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
     if (n > 0 && buf[0] == '/') {
@@ -109,18 +119,6 @@ std::optional<std::string> main_origin(bool secure) {
     while (s.size() > 1 && s.back() == '/') s.pop_back();
     return s;
 }
-
-// LD_LIBRARY_PATH as ld.so read it at startup: the last occurrence wins;
-// set-id processes ignore it.
-std::optional<std::string> startup_library_path(bool secure) {
-    std::optional<std::string> out;
-    if (secure) return out;
-    for (char** e = environ; e && *e; ++e)
-        if (std::string_view(*e).starts_with("LD_LIBRARY_PATH=")) out = std::string(*e + 16);
-    return out;
-}
-
-}  // namespace
 
 std::optional<LoaderConfig> derive_in_process(std::string* error) {
     auto fail = [&](std::string why) -> std::optional<LoaderConfig> {
@@ -152,7 +150,7 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
     p.library_path = startup_library_path(secure);
-    p.origin = main_origin(secure);
+    p.origin = main_program_origin(secure);
     p.platform = probe->platform;
     p.secure = secure;
     auto dirs = system_dirs_from_serinfo(*serinfo, p, &why);

@@ -12,14 +12,20 @@ namespace ldshim::host {
 // `ld.so --help` prints when run with this process's environment -- computed
 // without spawning anything or writing anything (the runtime runs inside
 // other people's processes: seccomp sandboxes, MPI daemons that reap every
-// child, shared home directories).  Exact for glibc 2.36 on x86-64 and
-// aarch64 (the machine read from the loader's own ELF header), the version
-// the engine emulates.  Anything else -- another glibc, another
-// architecture, legacy hwcap bits ldshim cannot name (a hwcap mask wider
-// than aarch64's default), a program started as `ld.so PROGRAM` (whose
-// options are not visible), a search list that cannot be accounted for --
-// returns nullopt with the reason in *error; the runtime then leaves dlopen
-// to glibc (resolver/live_process.cc) rather than guess.
+// child, shared home directories), on glibc 2.28 to 2.43, x86-64 and
+// aarch64 (the machine read from the loader's own ELF header).  Anything
+// else -- another glibc, another architecture, legacy hwcap bits ldshim
+// cannot name (an aarch64 hwcap mask holding a bit above 27), a program
+// started as `ld.so PROGRAM` (whose options are not visible), a search list
+// that cannot be accounted for -- returns nullopt with the reason in *error;
+// the runtime then leaves dlopen to glibc (resolver/live_process.cc) rather
+// than guess.
 std::optional<loader::LoaderConfig> derive_in_process(std::string* error);
+
+// The main program's $ORIGIN as ld.so takes it: the directory part of
+// /proc/self/exe's target, read with readlink alone (so " (deleted)" and
+// all, for a program replaced while it runs), else LD_ORIGIN_PATH without
+// trailing slashes (not in a set-id process).
+std::optional<std::string> main_program_origin(bool secure);
 
 }  // namespace ldshim::host

@@ -647,7 +647,9 @@ void Engine::add_initial_objects(const std::string& program, const ObjectFacts& 
     m.names = {""};
     m.facts = facts;
     // $ORIGIN: the kernel's /proc/self/exe, i.e. the resolved path.
-    if (auto rp = fs_.realpath(program)) {
+    if (opts_.main_origin) {
+        m.origin = opts_.main_origin;
+    } else if (auto rp = fs_.realpath(program)) {
         auto slash = rp->rfind('/');
         m.origin = slash == 0 ? std::string("/") : rp->substr(0, slash);
     } else if (opts_.origin_path && !opts_.secure) {

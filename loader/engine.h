@@ -56,7 +56,10 @@ struct EngineOptions {
     Label library_path_label = Label::ld_library_path;
     std::optional<std::string> inhibit_rpath;  // ld.so --inhibit-rpath
     std::optional<std::string> origin_path;    // LD_ORIGIN_PATH
-    std::string preload;                       // LD_PRELOAD
+    // The main program's $ORIGIN as its loader took it (the runtime: from
+    // /proc/self/exe, host::main_program_origin); unset: from its path.
+    std::optional<std::string> main_origin;
+    std::string preload;  // LD_PRELOAD
     std::optional<std::string> preload_file = "/etc/ld.so.preload";
     bool keep_going = false;  // LD_TRACE_LOADED_OBJECTS: missing libraries are not fatal
     bool has_vdso = true;

@@ -233,9 +233,13 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     if (const char* v = std::getenv("LD_LIBRARY_PATH")) o.library_path = std::string(v);
     if (const char* v = std::getenv("LD_PRELOAD")) o.preload = v;
     if (const char* v = std::getenv("LD_ORIGIN_PATH")) o.origin_path = std::string(v);
+    // Read as ld.so reads it, not resolved through /proc: a program deleted
+    // while it runs keeps its directory, and under qemu-user in a chroot
+    // without /proc the emulated link still answers.
+    o.main_origin = host::main_program_origin(secure);
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
-    engine_->start(exe);
+    engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc
     engine_->set_keep_going(false);
     note_added(0);
     words_ = host::loader_words();

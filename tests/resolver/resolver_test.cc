@@ -278,6 +278,23 @@ TEST(Resolver, foreign_class_file_is_skipped) {
 // instead of a second open and read when the same file is searched for
 // again); a file changed, replaced, made unreadable or removed between two
 // dlopens must be searched for afresh, as glibc does.
+// A program whose file is deleted while it runs (a package upgrade replaced
+// it): the kernel's /proc/self/exe still names it, " (deleted)" appended,
+// and glibc takes the program's $ORIGIN from that link's directory.
+TEST(Resolver, the_origin_of_a_program_deleted_while_it_runs_is_still_its_directory) {
+    Tree t;
+    t.lib("lib/extra/libopenlibm.so", so());
+    t.julia({.rpath = "$ORIGIN"}, {.rpath = "$ORIGIN/../lib:$ORIGIN/../lib/extra"});
+    const std::string prog = quote(t.abs("bin/prog")), kept = quote(t.abs("bin/prog.kept"));
+    // Each run deletes the file it was started from, and puts a copy back
+    // for the next run.
+    Outcome o = compare_all(
+        t, "bin/prog",
+        {"x:cp " + prog + " " + kept + " && rm " + prog, "l:libopenlibm.so", "x:mv " + kept + " " + prog}, {}, false);
+    ASSERT_EQ(o.glibc.results.size(), 3u);
+    EXPECT_NE(o.glibc.results[1].find("/lib/extra/libopenlibm.so"), std::string::npos) << o.glibc.results[1];
+}
+
 TEST(Resolver, a_library_changed_between_two_dlopens_is_searched_for_afresh) {
     Tree t;
     t.lib("src/libx.so", so("libx.so"));
