@@ -37,8 +37,10 @@ std::vector<Runtime> runtimes() {
     return {
         {"gcc-asan", runtime_path("readlink -f \"$(gcc -print-file-name=libasan.so)\"")},
         {"gcc-tsan", runtime_path("readlink -f \"$(gcc -print-file-name=libtsan.so)\"")},
-        {"clang-asan", runtime_path("clang -print-file-name=libclang_rt.asan-x86_64.so")},
-        {"clang-tsan", runtime_path("clang -print-file-name=libclang_rt.tsan-x86_64.so")},
+        {"clang-asan", runtime_path("clang -print-file-name=libclang_rt.asan-" +
+                                    std::string(ldshim::testmachine::kThis.clang_rt_arch) + ".so")},
+        {"clang-tsan", runtime_path("clang -print-file-name=libclang_rt.tsan-" +
+                                    std::string(ldshim::testmachine::kThis.clang_rt_arch) + ".so")},
     };
 }
 

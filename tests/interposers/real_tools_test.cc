@@ -170,7 +170,8 @@ TEST(RealInterposers, sanitizer_runtimes_preloaded_into_a_plain_program_are_repa
         {"libtsan (gcc) preloaded", "libtsan2", runtime(t, "readlink -f \"$(gcc -print-file-name=libtsan.so)\""),
          "TSAN_OPTIONS=report_bugs=0"},
         {"libclang_rt.asan preloaded", "libclang-rt-14-dev",
-         runtime(t, "clang -print-file-name=libclang_rt.asan-x86_64.so"),
+         runtime(t, "clang -print-file-name=libclang_rt.asan-" + std::string(ldshim::testmachine::kThis.clang_rt_arch) +
+                        ".so"),
          "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0"},
     };
     int rows = 0;

@@ -42,7 +42,6 @@ inline constexpr Names kThis{
 #endif
 
 inline bool has_hwcaps_names() { return !kThis.hwcaps[0].empty(); }
-inline std::string hwcaps_dir(int level) { return "glibc-hwcaps/" + std::string(kThis.hwcaps[level]); }
 // "lib/x86_64-linux-gnu": $LIB as Debian's loader expands it.
 inline std::string lib_dir() { return "lib/" + std::string(kThis.triplet); }
 inline std::string loader() { return std::string(kThis.loader); }
