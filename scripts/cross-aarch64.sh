@@ -8,7 +8,7 @@
 #   scripts/cross-aarch64.sh --full     every meson suite, and the generator's full run
 # Every module compiles with warnings as errors.  --check runs, with qemu as
 # meson's exe wrapper, the meson suites that take seconds there (CI's share;
-# --full runs every suite, about 25 minutes: what cannot hold under qemu-user
+# --full runs every suite, about 12 minutes: what cannot hold under qemu-user
 # says SKIPPED, docs/testing.md), then tests/arm64/entries_test.sh (the jump
 # entries: glibc still sees the real caller) and tests/arm64/resolver_test.sh
 # (the runtime resolves dlopen past an interposer, on two emulated CPUs),
