@@ -222,16 +222,16 @@ TEST(LoaderConfigCodec, randomly_damaged_files_decode_to_nothing_or_to_what_they
 
 namespace {
 // The running loader's debug output for the probe, as host/loader_query.cc
-// asks for it, with `mask` as LD_HWCAP_MASK (empty: unset).
-std::string probe_text(const std::string& mask = "", const std::vector<std::string>& env = {}) {
+// asks for it, in `env` (VAR=VALUE; its own LD_LIBRARY_PATH replaces any).
+std::string probe_text(const std::vector<std::string>& env = {}) {
     const std::size_t slash = kLoader.rfind('/');
     auto in = probe_inputs(kLoader.substr(slash + 1));
     std::string vars;
     for (const auto& v : env)
         if (!v.starts_with("LD_LIBRARY_PATH=")) vars += " '" + v + "'";
     std::string cmd = "cd " + kLoader.substr(0, slash) + " && env -i LD_DEBUG=libs 'LD_PRELOAD=" + in.preload +
-                      "' 'LD_LIBRARY_PATH=" + in.library_path + "'" + (mask.empty() ? "" : " LD_HWCAP_MASK=" + mask) +
-                      vars + " " + kLoader + " --list " + kLoader + " 2>&1 >/dev/null";
+                      "' 'LD_LIBRARY_PATH=" + in.library_path + "'" + vars + " " + kLoader + " --list " + kLoader +
+                      " 2>&1 >/dev/null";
     std::string out;
     if (FILE* f = popen(cmd.c_str(), "r")) {
         char buf[4096];
@@ -247,11 +247,10 @@ std::string probe_text(const std::string& mask = "", const std::vector<std::stri
 TEST(LoaderProbe, the_probe_alone_gives_what_the_help_gives) {
     for (std::string mask : {"", "0", "0x6"}) {
         std::string err;
-        auto helped = query_running_loader(
-            kLoader, &err,
-            LoaderCpuEnv::of(mask.empty() ? std::vector<std::string>{} : std::vector{"LD_HWCAP_MASK=" + mask}));
+        const auto env = mask.empty() ? std::vector<std::string>{} : std::vector{"LD_HWCAP_MASK=" + mask};
+        auto helped = query_running_loader(kLoader, &err, LoaderCpuEnv::of(env));
         ASSERT_TRUE(helped) << err;
-        auto probed = config_from_answers(std::nullopt, probe_text(mask), &err);
+        auto probed = config_from_answers(std::nullopt, probe_text(env), &err);
         ASSERT_TRUE(probed) << err;
         EXPECT_EQ(probed->system_dirs, helped->system_dirs) << mask;
         EXPECT_EQ(probed->subdirs, helped->subdirs) << mask;
@@ -579,7 +578,7 @@ TEST(InProcessConfig, equals_the_real_loader_help_across_tunables) {
         std::string err;
         // --help, with the legacy subdirectories its search shows (--help
         // names only the mask's HWCAP_IMPORTANT bits: loader_probe.cc).
-        auto want = config_from_answers(run_capture({kLoader, "--help"}, env), probe_text("", env), &err);
+        auto want = config_from_answers(run_capture({kLoader, "--help"}, env), probe_text(env), &err);
         ASSERT_TRUE(want) << err;
         // --help does not print $LIB; --list-diagnostics does, and $PLATFORM,
         // which --help states only in its legacy section (before 2.37).
