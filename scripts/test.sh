@@ -44,18 +44,29 @@ cd "$(dirname "$0")/.."
 ./scripts/ucx-patched.sh >/dev/null || echo "ucx-patched: not built; the ucx-patched suite will say SKIPPED"
 status=0
 checks_passed=0 checks_failed=0 checks_skipped=0
+# One line per check (name, outcome, seconds): repeated at the end, where a
+# log's tail shows it.
+timings=$(mktemp /tmp/ldshim-test-timings.XXXXXX)
+trap 'rm -f "$timings"' EXIT
 check() { # NAME COMMAND...: one whole-script check; 77 means SKIPPED
     name=$1; shift
     echo "== $name"
+    start=$(date +%s)
     rc=0; "$@" || rc=$?
     case $rc in
-        0) checks_passed=$((checks_passed + 1)) ;;
-        77) checks_skipped=$((checks_skipped + 1)); echo "== $name: SKIPPED" ;;
-        *) checks_failed=$((checks_failed + 1)); status=1; echo "== $name: FAILED (exit $rc)" ;;
+        0) checks_passed=$((checks_passed + 1)); outcome=ok ;;
+        77) checks_skipped=$((checks_skipped + 1)); outcome=SKIPPED; echo "== $name: SKIPPED" ;;
+        *) checks_failed=$((checks_failed + 1)); status=1; outcome="FAILED (exit $rc)"
+           echo "== $name: FAILED (exit $rc)" ;;
     esac
+    printf '%6ss  %-17s %s\n' $(($(date +%s) - start)) "$outcome" "$name" >>"$timings"
 }
 
-meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
+start=$(date +%s)
+rc=0; meson test -C build --print-errorlogs --num-processes 2 "$@" || rc=$?
+[ $rc = 0 ] || status=1
+printf '%6ss  %-17s %s\n' $(($(date +%s) - start)) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")" \
+    "meson test (root, debugoptimized build)" >>"$timings"
 check "Lint: clang-format, clang-tidy, shellcheck" ./scripts/lint.sh
 check "ThreadSanitizer: memtype and hooks concurrency tests" ./scripts/tsan.sh
 check "AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites" ./scripts/asan.sh
@@ -79,6 +90,8 @@ check "Debian packages: build, lintian, install into a fresh root" ./scripts/pac
 check "Debian packages for arm64: cross-built, lintian, installed and used in the arm64 root" \
     ./scripts/package-test.sh --arch arm64
 
+echo "== Summary: seconds and outcome of each part"
+cat "$timings"
 python3 - "$checks_passed" "$checks_failed" "$checks_skipped" build/meson-logs/testlog.junit.xml \
     build/meson-logs/unprivileged.junit.xml <<'PY' || true
 import os, sys, xml.etree.ElementTree as ET
@@ -89,6 +102,7 @@ for path in sys.argv[4:]:
     for c in ET.parse(path).getroot().iter('testcase'):
         if c.find('failure') is not None or c.find('error') is not None:
             failed += 1
+            print(f"failed: {os.path.basename(path)}: {c.get('classname')} {c.get('name')}")
         elif c.find('skipped') is not None:
             skipped += 1
         else:
