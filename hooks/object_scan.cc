@@ -36,17 +36,31 @@ bool relocated(const dl_phdr_info& info) {
 
 ObjectImports::ObjectImports(const dl_phdr_info& info)
     : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {
+    // One pass over the program headers: everything below checks pointers
+    // against the copied PT_LOAD ranges instead of walking them again.
     const ElfW(Phdr)* dynamic = nullptr;
-    bool notes = false;
+    const ElfW(Phdr) * notes[2] = {};
+    std::size_t nnotes = 0;
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         const ElfW(Phdr)& ph = info.dlpi_phdr[i];
         if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
-        if (ph.p_type == PT_NOTE) notes = true;
+        if (ph.p_type == PT_NOTE && nnotes < std::size(notes)) notes[nnotes++] = &ph;
         if (ph.p_type != PT_LOAD) continue;
         if (nloads_ < kLoads) loads_[nloads_] = {info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz};
         ++nloads_;
     }
-    marker_ = notes && extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
+    // ldshim's own objects carry the marker note (more PT_NOTE segments than
+    // two: the extent's walk looks at them all).
+    if (nnotes == std::size(notes)) {
+        marker_ = extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
+    } else {
+        for (std::size_t i = 0; i < nnotes && !marker_; ++i) {
+            std::uintptr_t seg = info.dlpi_addr + notes[i]->p_vaddr;
+            marker_ = contains(seg, notes[i]->p_memsz) &&
+                      loader::LoadedExtent::note_in(seg, notes[i]->p_memsz, kMarkerNoteType,
+                                                    {kMarkerNoteName, sizeof kMarkerNoteName});
+        }
+    }
     if (!dynamic) {
         error_ = "no dynamic section";
         return;
@@ -153,6 +167,11 @@ const char* ObjectImports::version_name(std::uint32_t sym) const {
 }
 
 std::size_t ObjectImports::room_after(std::uintptr_t addr) const {
+    if (nloads_ <= kLoads) {
+        for (std::size_t i = 0; i < nloads_; ++i)
+            if (addr >= loads_[i].lo && addr < loads_[i].hi) return loads_[i].hi - addr;
+        return 0;
+    }
     for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
         const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
         std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;

@@ -331,14 +331,14 @@ struct ScanRoom {
 namespace {
 
 // Sorts what was appended to a sorted vector after its first `had` items
-// into place.  The loader maps each library below the one before, so a
-// walk's objects come in descending order but for a few (the program, the
-// loader): reversed, an insertion sort places those few in linear time, and
-// anything less ordered goes to std::sort.
+// into place.  A walk's objects come in order of base but for a few (the
+// program, the loader; see KnownFinder): descending ones reversed, an
+// insertion sort places those few in linear time, and anything less ordered
+// goes to std::sort.
 template <class T, class Less>
 void merge_tail(std::vector<T>& v, std::size_t had, Less less) {
     auto mid = v.begin() + static_cast<std::ptrdiff_t>(had);
-    std::reverse(mid, v.end());
+    if (v.end() - mid > 1 && less(*(v.end() - 1), *mid)) std::reverse(mid, v.end());
     std::size_t descents = 0;
     for (auto i = mid; i != v.end() && descents <= 8; ++i) descents += i != mid && less(*i, *(i - 1));
     if (descents > 8) {
@@ -352,14 +352,32 @@ void merge_tail(std::vector<T>& v, std::size_t had, Less less) {
 
 // What is known of the object at `base` among `known` (sorted by base), or
 // nullptr: valid while no object went away (none can have taken its base)
-// and the loader reports its counters.  Inside the walk: no allocation.
-KnownObject* find_known(std::span<KnownObject> known, unsigned long long known_subs, std::uintptr_t base,
-                        const host::LoadCounters& now) {
-    if (now.adds == 0 || now.subs != known_subs) return nullptr;
-    auto it = std::lower_bound(known.begin(), known.end(), base,
-                               [](const KnownObject& k, std::uintptr_t b) { return k.base < b; });
-    return it != known.end() && it->base == base ? &*it : nullptr;
-}
+// and the loader reports its counters.  A walk lists the objects in order
+// of base but for a few (the program, the loader): descending, as the
+// kernel places each mapping below the one before, or ascending where
+// mappings grow upwards (valgrind), so each lookup tries the neighbours of
+// the last one found before it searches.  Inside the walk: no allocation.
+class KnownFinder {
+public:
+    KnownFinder(std::span<KnownObject> known, unsigned long long known_subs) : known_(known), subs_(known_subs) {}
+    KnownObject* operator()(std::uintptr_t base, const host::LoadCounters& now) {
+        if (now.adds == 0 || now.subs != subs_) return nullptr;
+        for (std::size_t i : {last_ - 1, last_ + 1})
+            if (i < known_.size() && known_[i].base == base) return take(i);
+        auto it = std::lower_bound(known_.begin(), known_.end(), base,
+                                   [](const KnownObject& k, std::uintptr_t b) { return k.base < b; });
+        return it != known_.end() && it->base == base ? take(static_cast<std::size_t>(it - known_.begin())) : nullptr;
+    }
+
+private:
+    KnownObject* take(std::size_t i) {
+        last_ = i;
+        return &known_[i];
+    }
+    std::span<KnownObject> known_;
+    unsigned long long subs_;
+    std::size_t last_ = static_cast<std::size_t>(-2);  // none: both neighbours out of range
+};
 
 // An object scanned before: only its wanted slots are read again.
 void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vector<KnownHit>& hits, ScanRoom& room) {
@@ -427,8 +445,9 @@ void Patcher::remember_locked(const ScanRoom& room) {
         known_subs_ = room.counters.subs;
     }
     const std::size_t had = known_.size();
+    KnownFinder find_known({known_.data(), had}, known_subs_);
     for (const RawObject& o : room.scanned.items()) {
-        if (KnownObject* k = find_known({known_.data(), had}, known_subs_, o.base, room.counters)) {
+        if (KnownObject* k = find_known(o.base, room.counters)) {
             k->visited = generation_;
             continue;
         }
@@ -448,9 +467,10 @@ Patcher::Scan Patcher::scan_locked() {
     // again, and a process of many libraries would walk them all twice.
     host::LoadCounters c = host::load_counters();
     scan_room_ = std::max<std::size_t>(scan_room_, c.adds - c.subs + 16);
+    KnownFinder find_known(known_, known_subs_);
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
-        const KnownObject* k = find_known(known_, known_subs_, info.dlpi_addr, now);
+        const KnownObject* k = find_known(info.dlpi_addr, now);
         if (k && k->visited == generation_) {
             // Scanned since the last full pass: only ldshim's own segments are
             // listed again.
@@ -557,7 +577,7 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
         WriteResult result = writes[i].result;
         if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
             retry_ = true;
-            if (KnownObject* k = find_known(known_, known_subs_, c.base, {adds_, subs_})) k->visited = 0;
+            if (KnownObject* k = KnownFinder(known_, known_subs_)(c.base, {adds_, subs_})) k->visited = 0;
             continue;
         }
         Op op{c.object,

@@ -42,27 +42,34 @@ struct LoadedExtent {
     }
 
     // The descriptor of the first note of `type` named `name` (with its
-    // NUL) in the object's PT_NOTE segments, or nullopt.  Each note is its
-    // header, then name and descriptor, each padded to 4 bytes; a note that
-    // runs past its segment ends that segment's walk.
+    // NUL) in the object's PT_NOTE segments, or nullopt.
     std::optional<std::span<const std::byte>> note(std::uint32_t type, std::string_view name) const {
         for (std::size_t i = 0; i < n; ++i) {
             if (ph[i].p_type != PT_NOTE) continue;
             const std::uintptr_t seg = base + ph[i].p_vaddr;
-            const std::size_t size = ph[i].p_memsz;
-            if (!contains(seg, size)) continue;
-            for (std::size_t off = 0; size - off >= sizeof(ElfW(Nhdr));) {
-                ElfW(Nhdr) h;
-                std::memcpy(&h, reinterpret_cast<const void*>(seg + off), sizeof h);
-                const std::size_t name_len = (h.n_namesz + 3u) & ~std::size_t{3};
-                const std::size_t desc_len = (h.n_descsz + 3u) & ~std::size_t{3};
-                const std::size_t rest = size - off - sizeof h;
-                if (name_len > rest || desc_len > rest - name_len) break;
-                const auto* body = reinterpret_cast<const char*>(seg + off + sizeof h);
-                if (h.n_type == type && h.n_namesz == name.size() && std::memcmp(body, name.data(), name.size()) == 0)
-                    return std::span(reinterpret_cast<const std::byte*>(body + name_len), h.n_descsz);
-                off += sizeof h + name_len + desc_len;
-            }
+            if (!contains(seg, ph[i].p_memsz)) continue;
+            if (auto found = note_in(seg, ph[i].p_memsz, type, name)) return found;
+        }
+        return std::nullopt;
+    }
+
+    // The same in one note segment of `size` bytes at `seg`, which the
+    // caller has checked lies inside the object.  Each note is its header,
+    // then name and descriptor, each padded to 4 bytes; a note that runs
+    // past the segment ends the walk.
+    static std::optional<std::span<const std::byte>> note_in(std::uintptr_t seg, std::size_t size, std::uint32_t type,
+                                                             std::string_view name) {
+        for (std::size_t off = 0; size - off >= sizeof(ElfW(Nhdr));) {
+            ElfW(Nhdr) h;
+            std::memcpy(&h, reinterpret_cast<const void*>(seg + off), sizeof h);
+            const std::size_t name_len = (h.n_namesz + 3u) & ~std::size_t{3};
+            const std::size_t desc_len = (h.n_descsz + 3u) & ~std::size_t{3};
+            const std::size_t rest = size - off - sizeof h;
+            if (name_len > rest || desc_len > rest - name_len) break;
+            const auto* body = reinterpret_cast<const char*>(seg + off + sizeof h);
+            if (h.n_type == type && h.n_namesz == name.size() && std::memcmp(body, name.data(), name.size()) == 0)
+                return std::span(reinterpret_cast<const std::byte*>(body + name_len), h.n_descsz);
+            off += sizeof h + name_len + desc_len;
         }
         return std::nullopt;
     }
