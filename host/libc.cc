@@ -195,6 +195,8 @@ std::atomic<dlmopen_fn> g_libc_dlmopen{nullptr};
 std::atomic<dlerror_fn> g_libc_dlerror{nullptr};
 using iterate_fn = int (*)(int (*)(dl_phdr_info*, std::size_t, void*), void*);
 std::atomic<iterate_fn> g_libc_iterate{nullptr};
+std::atomic<dlsym_fn> g_libc_dlsym{nullptr};
+std::atomic<dlvsym_fn> g_libc_dlvsym{nullptr};
 
 }  // namespace
 
@@ -218,6 +220,8 @@ int libc_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), voi
 dlopen_fn libc_dlopen_function() { return libc_function(g_libc_dlopen, "dlopen"); }
 dlmopen_fn libc_dlmopen_function() { return libc_function(g_libc_dlmopen, "dlmopen"); }
 dlerror_fn libc_dlerror_function() { return libc_function(g_libc_dlerror, "dlerror"); }
+dlsym_fn libc_dlsym_function() { return libc_function(g_libc_dlsym, "dlsym"); }
+dlvsym_fn libc_dlvsym_function() { return libc_function(g_libc_dlvsym, "dlvsym"); }
 
 namespace {
 

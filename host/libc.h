@@ -23,6 +23,10 @@ using dlmopen_fn = void* (*)(long, const char*, int);
 using dlerror_fn = char* (*)();
 dlmopen_fn libc_dlmopen_function();  // nullptr if libc cannot be found
 dlerror_fn libc_dlerror_function();
+using dlsym_fn = void* (*)(void*, const char*);
+using dlvsym_fn = void* (*)(void*, const char*, const char*);
+dlsym_fn libc_dlsym_function();  // nullptr if libc cannot be found
+dlvsym_fn libc_dlvsym_function();
 
 // Read from the loaded objects' own symbol tables (DT_GNU_HASH), without a
 // lock, an allocation or a walk of the loaded objects, with glibc 2.35 and
