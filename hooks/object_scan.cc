@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ldshim::hooks {
@@ -71,29 +72,32 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
         error_ = "dynamic section lies outside the object's segments";
         return;
     }
-    // Decode once: the values, and which tags were present.
-    std::uint64_t rela = 0, relasz = 0, relaent = sizeof(ElfW(Rela)), jmprel = 0, pltrelsz = 0, pltrel = DT_RELA;
-    std::uint64_t symtab = 0, strtab = 0;
+    // Decode once: every tag below DT_ENCODING into a table by number (one
+    // store per entry, where a switch cost a dozen instructions), the rest
+    // the scan reads by name.  0 is "absent" for each of them.
+    std::uint64_t tag[DT_ENCODING] = {};
+    std::uint64_t relacount = 0;
     const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(dyn_addr);
     for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
-        std::uint64_t v = dyn[i].d_un.d_val;
-        switch (dyn[i].d_tag) {
-            case DT_SYMTAB: symtab = v; break;
-            case DT_SYMENT: syment_ = v; break;
-            case DT_STRTAB: strtab = v; break;
-            case DT_STRSZ: strsz_ = v; break;
-            case DT_RELA: rela = v; break;
-            case DT_RELASZ: relasz = v; break;
-            case DT_RELAENT: relaent = v; break;
-            case DT_JMPREL: jmprel = v; break;
-            case DT_PLTRELSZ: pltrelsz = v; break;
-            case DT_PLTREL: pltrel = v; break;
-            case DT_VERSYM: versym_ = v; break;
-            case DT_VERNEED: verneed_ = v; break;
-            case DT_VERNEEDNUM: verneednum_ = v; break;
-            default: break;
-        }
+        const auto t = static_cast<std::uint64_t>(dyn[i].d_tag);
+        const std::uint64_t v = dyn[i].d_un.d_val;
+        if (t < DT_ENCODING)
+            tag[t] = v;
+        else if (t == DT_VERSYM)
+            versym_ = v;
+        else if (t == DT_VERNEED)
+            verneed_ = v;
+        else if (t == DT_VERNEEDNUM)
+            verneednum_ = v;
+        else if (t == DT_RELACOUNT)
+            relacount = v;
     }
+    const std::uint64_t symtab = tag[DT_SYMTAB], strtab = tag[DT_STRTAB], rela = tag[DT_RELA], relasz = tag[DT_RELASZ],
+                        jmprel = tag[DT_JMPREL], pltrelsz = tag[DT_PLTRELSZ];
+    const std::uint64_t relaent = tag[DT_RELAENT] ? tag[DT_RELAENT] : sizeof(ElfW(Rela));
+    const std::uint64_t pltrel = tag[DT_PLTREL] ? tag[DT_PLTREL] : DT_RELA;
+    if (tag[DT_SYMENT]) syment_ = tag[DT_SYMENT];
+    strsz_ = tag[DT_STRSZ];
     if (!symtab || !strtab || !strsz_) return;  // imports nothing by name
     if (syment_ < sizeof(ElfW(Sym)) || relaent != sizeof(ElfW(Rela))) {
         error_ = "unexpected symbol or relocation entry size";
@@ -116,6 +120,12 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
     if (rela && relasz) {
         tables_[0].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(rela, relasz));
         tables_[0].count = tables_[0].rela ? relasz / sizeof(ElfW(Rela)) : 0;
+        // The first DT_RELACOUNT entries are relative relocations: glibc
+        // applies them as such without reading their type, so none of them
+        // is a symbol's slot.
+        const std::size_t relative = std::min<std::uint64_t>(relacount, tables_[0].count);
+        tables_[0].rela += relative;
+        tables_[0].count -= relative;
     }
     if (jmprel && pltrelsz && pltrel == DT_RELA) {
         tables_[1].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(jmprel, pltrelsz));
