@@ -120,10 +120,12 @@ bool named(const link_map* map, const char* so, std::size_t size) {
     return spells(base, size, so);
 }
 
-// libc's own, found through gnu_get_libc_version (only libc defines it),
-// and checked by its name.
+// libc's own, found through dladdr1 (libc defines it from glibc 2.34, and
+// object_at answers from 2.35), and checked by its name.  (Each libc
+// function whose address libldshim takes is a lookup at every start-up:
+// glibc_dl_function takes this one already.)
 const link_map* libc_map(ObjectExtent& x) {
-    const link_map* map = object_at(reinterpret_cast<const void*>(&gnu_get_libc_version), x);
+    const link_map* map = object_at(reinterpret_cast<const void*>(&dladdr1), x);
     return named(map, LIBC_SO, sizeof LIBC_SO) ? map : nullptr;
 }
 
