@@ -35,33 +35,39 @@ bool relocated(const dl_phdr_info& info) {
     return false;
 }
 
-ObjectImports::ObjectImports(const dl_phdr_info& info)
-    : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {
-    // One pass over the program headers: everything below checks pointers
-    // against the copied PT_LOAD ranges instead of walking them again.
-    const ElfW(Phdr)* dynamic = nullptr;
-    const ElfW(Phdr) * notes[2] = {};
-    std::size_t nnotes = 0;
-    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info.dlpi_phdr[i];
-        if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
-        if (ph.p_type == PT_NOTE && nnotes < std::size(notes)) notes[nnotes++] = &ph;
-        if (ph.p_type != PT_LOAD) continue;
-        if (nloads_ < kLoads) loads_[nloads_] = {info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz};
-        ++nloads_;
-    }
-    // ldshim's own objects carry the marker note (more PT_NOTE segments than
-    // two: the extent's walk looks at them all).
-    if (nnotes == std::size(notes)) {
-        marker_ = extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
-    } else {
-        for (std::size_t i = 0; i < nnotes && !marker_; ++i) {
-            std::uintptr_t seg = info.dlpi_addr + notes[i]->p_vaddr;
-            marker_ = contains(seg, notes[i]->p_memsz) &&
-                      loader::LoadedExtent::note_in(seg, notes[i]->p_memsz, kMarkerNoteType,
-                                                    {kMarkerNoteName, sizeof kMarkerNoteName});
+namespace {
+
+// A dynamic section decoded once: every tag below DT_ENCODING into a table
+// by number (one store per entry, where a switch cost a dozen
+// instructions), the few others the scan reads by name.  0 is "absent".
+struct DynamicTags {
+    std::uint64_t tag[DT_ENCODING] = {};
+    std::uint64_t versym = 0, verneed = 0, verneednum = 0, relacount = 0;
+
+    DynamicTags(const ElfW(Dyn) * dyn, std::size_t ndyn) {
+        for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
+            const auto t = static_cast<std::uint64_t>(dyn[i].d_tag);
+            const std::uint64_t v = dyn[i].d_un.d_val;
+            if (t < DT_ENCODING)
+                tag[t] = v;
+            else if (t == DT_VERSYM)
+                versym = v;
+            else if (t == DT_VERNEED)
+                verneed = v;
+            else if (t == DT_VERNEEDNUM)
+                verneednum = v;
+            else if (t == DT_RELACOUNT)
+                relacount = v;
         }
     }
+    std::uint64_t operator[](std::size_t t) const { return tag[t]; }
+};
+
+}  // namespace
+
+ObjectImports::ObjectImports(const dl_phdr_info& info)
+    : info_(info), extent_{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr} {
+    const ElfW(Phdr)* dynamic = read_segments();
     if (!dynamic) {
         error_ = "no dynamic section";
         return;
@@ -72,39 +78,20 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
         error_ = "dynamic section lies outside the object's segments";
         return;
     }
-    // Decode once: every tag below DT_ENCODING into a table by number (one
-    // store per entry, where a switch cost a dozen instructions), the rest
-    // the scan reads by name.  0 is "absent" for each of them.
-    std::uint64_t tag[DT_ENCODING] = {};
-    std::uint64_t relacount = 0;
-    const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(dyn_addr);
-    for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
-        const auto t = static_cast<std::uint64_t>(dyn[i].d_tag);
-        const std::uint64_t v = dyn[i].d_un.d_val;
-        if (t < DT_ENCODING)
-            tag[t] = v;
-        else if (t == DT_VERSYM)
-            versym_ = v;
-        else if (t == DT_VERNEED)
-            verneed_ = v;
-        else if (t == DT_VERNEEDNUM)
-            verneednum_ = v;
-        else if (t == DT_RELACOUNT)
-            relacount = v;
-    }
-    const std::uint64_t symtab = tag[DT_SYMTAB], strtab = tag[DT_STRTAB], rela = tag[DT_RELA], relasz = tag[DT_RELASZ],
-                        jmprel = tag[DT_JMPREL], pltrelsz = tag[DT_PLTRELSZ];
-    const std::uint64_t relaent = tag[DT_RELAENT] ? tag[DT_RELAENT] : sizeof(ElfW(Rela));
-    const std::uint64_t pltrel = tag[DT_PLTREL] ? tag[DT_PLTREL] : DT_RELA;
-    if (tag[DT_SYMENT]) syment_ = tag[DT_SYMENT];
-    strsz_ = tag[DT_STRSZ];
-    if (!symtab || !strtab || !strsz_) return;  // imports nothing by name
+    const DynamicTags tags(reinterpret_cast<const ElfW(Dyn)*>(dyn_addr), ndyn);
+    versym_ = tags.versym;
+    verneed_ = tags.verneed;
+    verneednum_ = tags.verneednum;
+    if (tags[DT_SYMENT]) syment_ = tags[DT_SYMENT];
+    strsz_ = tags[DT_STRSZ];
+    if (!tags[DT_SYMTAB] || !tags[DT_STRTAB] || !strsz_) return;  // imports nothing by name
+    const std::uint64_t relaent = tags[DT_RELAENT] ? tags[DT_RELAENT] : sizeof(ElfW(Rela));
     if (syment_ < sizeof(ElfW(Sym)) || relaent != sizeof(ElfW(Rela))) {
         error_ = "unexpected symbol or relocation entry size";
         return;
     }
-    symtab_ = reinterpret_cast<const ElfW(Sym)*>(pointer(symtab, syment_));
-    strtab_ = reinterpret_cast<const char*>(pointer(strtab, strsz_));
+    symtab_ = reinterpret_cast<const ElfW(Sym)*>(pointer(tags[DT_SYMTAB], syment_));
+    strtab_ = reinterpret_cast<const char*>(pointer(tags[DT_STRTAB], strsz_));
     if (!symtab_ || !strtab_) {
         error_ = "symbol or string table lies outside the object's segments";
         return;
@@ -116,21 +103,57 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
               strsz_,
               strtab_[strsz_ - 1] == '\0'};
     // x86-64 and aarch64 use RELA only; a REL table (DT_PLTREL == DT_REL)
-    // has no slots this code could interpret, so it is not read.
-    if (rela && relasz) {
-        tables_[0].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(rela, relasz));
-        tables_[0].count = tables_[0].rela ? relasz / sizeof(ElfW(Rela)) : 0;
-        // The first DT_RELACOUNT entries are relative relocations: glibc
-        // applies them as such without reading their type, so none of them
-        // is a symbol's slot.
-        const std::size_t relative = std::min<std::uint64_t>(relacount, tables_[0].count);
-        tables_[0].rela += relative;
-        tables_[0].count -= relative;
+    // has no slots this code could interpret, so it is not read.  The first
+    // DT_RELACOUNT entries of DT_RELA are relative relocations: glibc applies
+    // them as such without reading their type, so none of them is a slot.
+    tables_[0] = table(tags[DT_RELA], tags[DT_RELASZ], tags.relacount);
+    if ((tags[DT_PLTREL] ? tags[DT_PLTREL] : DT_RELA) == DT_RELA)
+        tables_[1] = table(tags[DT_JMPREL], tags[DT_PLTRELSZ], 0);
+}
+
+// One pass over the program headers: the PT_LOAD ranges copied (every
+// pointer is checked against them), the marker looked for, the dynamic
+// segment returned.
+const ElfW(Phdr) * ObjectImports::read_segments() {
+    const ElfW(Phdr)* dynamic = nullptr;
+    const ElfW(Phdr) * notes[2] = {};
+    std::size_t nnotes = 0;
+    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
+        if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
+        if (ph.p_type == PT_NOTE && nnotes < std::size(notes)) notes[nnotes++] = &ph;
+        if (ph.p_type != PT_LOAD) continue;
+        if (nloads_ < kLoads)
+            loads_[nloads_] = {info_.dlpi_addr + ph.p_vaddr, info_.dlpi_addr + ph.p_vaddr + ph.p_memsz};
+        ++nloads_;
     }
-    if (jmprel && pltrelsz && pltrel == DT_RELA) {
-        tables_[1].rela = reinterpret_cast<const ElfW(Rela)*>(pointer(jmprel, pltrelsz));
-        tables_[1].count = tables_[1].rela ? pltrelsz / sizeof(ElfW(Rela)) : 0;
+    // ldshim's own objects carry the marker note (more PT_NOTE segments than
+    // two: the extent's walk looks at them all).
+    if (nnotes == std::size(notes)) {
+        marker_ = extent_.note(kMarkerNoteType, {kMarkerNoteName, sizeof kMarkerNoteName}).has_value();
+        return dynamic;
     }
+    for (std::size_t i = 0; i < nnotes && !marker_; ++i) {
+        std::uintptr_t seg = info_.dlpi_addr + notes[i]->p_vaddr;
+        marker_ = contains(seg, notes[i]->p_memsz) &&
+                  loader::LoadedExtent::note_in(seg, notes[i]->p_memsz, kMarkerNoteType,
+                                                {kMarkerNoteName, sizeof kMarkerNoteName});
+    }
+    return dynamic;
+}
+
+// The relocation table at d_ptr `addr` of `size` bytes, past its first
+// `skip` entries; empty where it lies outside the object.
+ObjectImports::Table ObjectImports::table(std::uint64_t addr, std::uint64_t size, std::uint64_t skip) const {
+    Table t;
+    if (!addr || !size) return t;
+    t.rela = reinterpret_cast<const ElfW(Rela)*>(pointer(addr, size));
+    if (!t.rela) return t;
+    t.count = size / sizeof(ElfW(Rela));
+    const std::size_t skipped = std::min<std::uint64_t>(skip, t.count);
+    t.rela += skipped;
+    t.count -= skipped;
+    return t;
 }
 
 bool ObjectImports::plainly_writable(std::uintptr_t addr) const {

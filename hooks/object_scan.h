@@ -99,6 +99,8 @@ private:
             return strtab + off;
         }
     };
+    const ElfW(Phdr) * read_segments();
+    Table table(std::uint64_t addr, std::uint64_t size, std::uint64_t skip) const;
     // The rest of an Import, for a relocation SymbolNames named.
     bool complete(const ElfW(Rela) & r, const char* name, Import& out) const;
     bool decode(const ElfW(Rela) & r, Import& out) const;
