@@ -13,6 +13,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 root=$PWD
+. ./scripts/build-cache.sh
 echo "Setting up and building (scripts/setup.sh) ..." >&2
 ./scripts/setup.sh >/dev/null
 build=$root/build

@@ -28,7 +28,7 @@ if [ "$(id -u)" -eq 0 ]; then
     fi
     # The patched libucm root built (scripts/ucx-patched.sh): read, never rebuilt.
     as_user() {
-        runuser -u "$user" -- env HOME="$work" PATH=/usr/local/bin:/usr/bin:/bin \
+        runuser -u "$user" -- env HOME="$work" PATH=/usr/local/bin:/usr/bin:/bin CCACHE_DISABLE=1 \
             LDSHIM_UCX_CACHE=/var/cache/ldshim/ucx-patched "$@"
     }
 else

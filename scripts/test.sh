@@ -29,6 +29,7 @@
 # Arguments go to the first meson test run (e.g. a suite name).
 set -eu
 cd "$(dirname "$0")/.."
+. ./scripts/build-cache.sh
 ./scripts/setup.sh
 # Debian's other releases as roots for the roots suite (about a minute the
 # first time; without root it says SKIPPED, and so does the suite).
