@@ -56,9 +56,11 @@ if [ -n "$missing" ]; then
     fi
 fi
 
-[ -f build-arm64/build.ninja ] ||
-    meson setup build-arm64 --cross-file scripts/cross/aarch64-linux-gnu.ini --buildtype=debugoptimized \
-        -Dwerror=true >/dev/null
+if [ ! -f build-arm64/build.ninja ]; then
+    set -- --cross-file scripts/cross/aarch64-linux-gnu.ini
+    ! command -v ccache >/dev/null || set -- "$@" --cross-file scripts/cross/aarch64-ccache.ini
+    meson setup build-arm64 "$@" --buildtype=debugoptimized -Dwerror=true >/dev/null
+fi
 ninja -C build-arm64
 # CI's share of the meson suites under qemu-user: the ones that take seconds.
 ci_suites="unit memtype differential ldsearch-check ldsearch-cli c99-api exports doc-examples resolver \
