@@ -6,7 +6,9 @@
 // libc answers it: one import instead of a dozen, and no libc import at all
 // (no DT_NEEDED libc.so.6, no start files), is most of what a process that
 // never calls dlopen pays for the preload (docs/performance.md).
-// The table only grows; `size` says how much of it this library fills.
+// The table only grows; `size` says how much of it this library fills, and
+// a preload that finds fewer fields than it knows passes every call through
+// (the size and the two dlsym fields come first in every release).
 #pragma once
 
 #include "ldshim.h"

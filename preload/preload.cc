@@ -30,6 +30,15 @@ namespace {
 using dlerror_fn = char* (*)();
 
 const ldshim_preload_ops& ops() { return *ldshim_get_preload_ops(); }
+// The whole table, or null from a libldshim.so.0 of an older release that
+// lacks fields this preload uses (the program links another install's
+// library, already loaded under the same name): then every call passes
+// through to the next definition.  The size and the two dlsym fields are
+// in every release.
+const ldshim_preload_ops* whole() {
+    const ldshim_preload_ops& o = ops();
+    return o.size >= sizeof(ldshim_preload_ops) ? &o : nullptr;
+}
 
 // The next definitions in symbol order, looked up on first use with glibc's
 // own dlsym called from here: idempotent, so a race or a call from inside
@@ -63,7 +72,7 @@ void* ucm_next(const char* file, int mode) { return ops().ucm_next(next_dlopen()
 // then lets libldshim put ldshim in front of every dlopen slot.
 [[gnu::constructor]] void start() {
     next_dlerror();
-    ops().start();
+    if (const ldshim_preload_ops* o = whole()) o->start();
 }
 
 }  // namespace
@@ -76,8 +85,9 @@ extern "C" {
 // ldshim does not answer reaches the next dlopen from its own caller.
 [[gnu::visibility("hidden")]] ldshim_dlopen_fn ldshim_preload_dlopen_decide(const void* return_address,
                                                                             const char* file, int mode, void** handle) {
-    const ldshim_preload_ops& o = ops();
-    return o.dlopen_decide(next_dlopen(), o.caller_behind(return_address), file, mode, handle);
+    const ldshim_preload_ops* o = whole();
+    if (!o) return next_dlopen();
+    return o->dlopen_decide(next_dlopen(), o->caller_behind(return_address), file, mode, handle);
 }
 
 #if LDSHIM_HAVE_DLOPEN_ENTRY
@@ -93,8 +103,9 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
 [[gnu::visibility("hidden")]] ldshim_dlmopen_fn ldshim_preload_dlmopen_decide(const void* return_address, long lmid,
                                                                               const char* file, int mode,
                                                                               void** handle) {
-    const ldshim_preload_ops& o = ops();
-    return o.dlmopen_decide(next_dlmopen(), lmid, o.caller_behind(return_address), file, mode, handle);
+    const ldshim_preload_ops* o = whole();
+    if (!o) return next_dlmopen();
+    return o->dlmopen_decide(next_dlmopen(), lmid, o->caller_behind(return_address), file, mode, handle);
 }
 
 #if LDSHIM_HAVE_DLOPEN_ENTRY
@@ -107,7 +118,11 @@ __attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file
 }
 #endif
 
-__attribute__((visibility("default"))) char* dlerror(void) { return ops().dlerror_via(next_dlerror()); }
+__attribute__((visibility("default"))) char* dlerror(void) {
+    if (const ldshim_preload_ops* o = whole()) return o->dlerror_via(next_dlerror());
+    dlerror_fn next = next_dlerror();
+    return next ? next() : nullptr;
+}
 
 // UCX's ucm, in reloc mode, writes the address of its exported ucm_dlopen
 // into every object's dlopen GOT slot.  libucm takes that address through a
@@ -116,7 +131,9 @@ __attribute__((visibility("default"))) char* dlerror(void) { return ops().dlerro
 // caller.  It resolves from there and hands libucm's own ucm_dlopen the
 // path, so ucm still sees (and patches) every new library.
 __attribute__((visibility("default"))) void* ucm_dlopen(const char* file, int mode) {
-    return ops().dlopen_via(ucm_next, __builtin_return_address(0), file, mode);
+    if (const ldshim_preload_ops* o = whole()) return o->dlopen_via(ucm_next, __builtin_return_address(0), file, mode);
+    ldshim_dlopen_fn next = next_dlopen();
+    return next ? next(file, mode) : nullptr;
 }
 
 // glibc starts the program through this after every library's constructor
@@ -131,7 +148,10 @@ __attribute__((visibility("default"))) int __libc_start_main(int (*main)(int, ch
     auto real = dlsym ? reinterpret_cast<ldshim_start_main_fn>(dlsym(RTLD_NEXT, "__libc_start_main")) : nullptr;
     ldshim_dlvsym_fn dlvsym = real ? nullptr : o.dlvsym();
     if (dlvsym) real = reinterpret_cast<ldshim_start_main_fn>(dlvsym(RTLD_NEXT, "__libc_start_main", "GLIBC_2.34"));
-    return o.start_main(real, main, argc, argv, init, fini, rtld_fini, stack_end);
+    if (const ldshim_preload_ops* whole_table = whole())
+        return whole_table->start_main(real, main, argc, argv, init, fini, rtld_fini, stack_end);
+    if (!real) __builtin_trap();  // no libc to start the program with, and no libldshim to say so
+    return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 }  // extern "C"

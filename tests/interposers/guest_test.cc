@@ -202,3 +202,38 @@ TEST(Guest, a_call_ldshim_does_not_answer_is_searched_from_its_own_caller) {
     EXPECT_EQ(run(preload + " LDSHIM_DISABLE=1", ""), loaded) << "dlmopen, switched off";
     EXPECT_EQ(run(preload, ld_so), loaded) << "dlmopen, declined: ld.so PROGRAM";
 }
+
+// The preload reaches libldshim through one table (lib/preload_ops.h).  Met
+// by a libldshim.so.0 of an older release, whose table is shorter than the
+// preload knows (another install's library, found first), it passes every
+// call through: the process runs as without ldshim.
+TEST(Guest, a_preload_met_by_an_older_library_passes_every_call_through) {
+    Tree t;
+    std::string dir = t.abs("plug");
+    ASSERT_EQ(sh("sh " + quote(std::string(FIXTURE_DIR) + "/plug_tree.sh") + " " + quote(dir)), 0);
+    // The fields every release has: the size, then glibc's dlsym and dlvsym.
+    t.write("old/ops.c",
+            "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stddef.h>\n"
+            "typedef void* (*dlsym_fn)(void*, const char*);\n"
+            "typedef void* (*dlvsym_fn)(void*, const char*, const char*);\n"
+            "static dlsym_fn get_dlsym(void) { return dlsym; }\n"
+            "static dlvsym_fn get_dlvsym(void) { return dlvsym; }\n"
+            "struct ops { size_t size; dlsym_fn (*dlsym)(void); dlvsym_fn (*dlvsym)(void); };\n"
+            "static const struct ops old = { sizeof old, get_dlsym, get_dlvsym };\n"
+            "const struct ops* ldshim_get_preload_ops(void) { return &old; }\n");
+    t.write("old/ops.map", "LDSHIM_0 { local: *; };\nLDSHIM_PRIVATE { global: ldshim_get_preload_ops; } LDSHIM_0;\n");
+    ASSERT_EQ(
+        sh(FIXTURE_CC " -shared -fPIC -o " + quote(t.abs("old/libldshim.so.0")) + " " + quote(t.abs("old/ops.c")) +
+           " -Wl,-soname,libldshim.so.0 -Wl,--version-script=" + quote(t.abs("old/ops.map")) + " -ldl"),
+        0);
+    std::string out = t.abs(".out/run");
+    auto run = [&](const std::string& env) {
+        int rc = sh("env " + env + " " + quote(dir + "/prog") + " > " + quote(out) + " 2>&1");
+        return std::to_string(rc) + ": " + read_file(out);
+    };
+    const std::string loaded = "0: loaded lib/plug/libplug.so\n";
+    ASSERT_EQ(run(""), loaded) << "the layout itself";
+    const std::string old = "LD_LIBRARY_PATH=" + quote(t.abs("old")) + " LD_PRELOAD=" + quote(PRELOAD_LIB_PATH);
+    EXPECT_EQ(run(old), loaded);
+    EXPECT_EQ(run(old + " LDSHIM_DEBUG=1"), loaded) << "no libldshim of this release: nothing of its own to say";
+}
