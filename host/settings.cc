@@ -4,8 +4,9 @@
 
 #include <sys/auxv.h>
 
+#include <unistd.h>
+
 #include <atomic>
-#include <cstdlib>
 
 namespace ldshim::host {
 namespace {
@@ -13,16 +14,32 @@ namespace {
 Settings g_settings{};
 std::atomic<bool> g_ready{false};
 
+// getenv's answer (the first NAME=VALUE), read from environ by hand: each
+// libc function libldshim calls at start-up is one more lookup through every
+// loaded object, in every process the preload is in.
+const char* env(const char* name) {
+    for (char** e = environ; e && *e; ++e) {
+        const char* a = *e;
+        const char* b = name;
+        while (*b && *a == *b) ++a, ++b;
+        if (!*b && *a == '=') return a + 1;
+    }
+    return nullptr;
+}
+
 bool flag(const char* name) {
-    const char* v = std::getenv(name);
+    const char* v = env(name);
     return v && *v && *v != '0';
 }
 
 [[gnu::constructor]] void read_settings() {
     Settings s{};
-    if (!getauxval(AT_SECURE)) {
+    s.secure = getauxval(AT_SECURE) != 0;
+    if (!s.secure) {
         s.disabled = flag("LDSHIM_DISABLE");
         s.debug = flag("LDSHIM_DEBUG");
+        s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");
+        s.hooks_log = env("LDSHIM_HOOKS_LOG");
     }
     g_settings = s;
     find_libc_functions();

@@ -5,10 +5,10 @@
 #include "lib/preload_ops.h"
 
 #include "host/libc.h"
+#include "host/settings.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,11 +17,6 @@
 #include <cstring>
 
 namespace {
-
-bool flag(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v && *v != '0';
-}
 
 const char* g_hooks_log = nullptr;  // in the environment, which outlives us
 
@@ -32,17 +27,18 @@ void write_hooks_log() {
     close(fd);
 }
 
-// Puts ldshim in front of every dlopen slot (and the CUDA ones if asked).
+// Puts ldshim in front of every dlopen slot (and the CUDA ones if asked:
+// host/settings.h reads the variables).
 void start() {
-    const bool secure = getauxval(AT_SECURE) != 0;
+    const ldshim::host::Settings& settings = ldshim::host::settings();
     unsigned sets = LDSHIM_HOOK_DLOPEN;
-    if (!secure && flag("LDSHIM_CUDA_HOOKS")) sets |= LDSHIM_HOOK_CUDA;
+    if (settings.cuda_hooks) sets |= LDSHIM_HOOK_CUDA;
     int rc = ldshim_hooks_install(sets);
     if (rc != LDSHIM_OK && (sets & LDSHIM_HOOK_CUDA)) {
         std::fprintf(stderr, "ldshim: LDSHIM_CUDA_HOOKS: %s\n", ldshim_strerror(rc));
         ldshim_hooks_install(LDSHIM_HOOK_DLOPEN);
     }
-    g_hooks_log = secure ? nullptr : std::getenv("LDSHIM_HOOKS_LOG");
+    g_hooks_log = settings.hooks_log;
     if (g_hooks_log && (sets & LDSHIM_HOOK_CUDA)) std::atexit(write_hooks_log);
 }
 
