@@ -61,7 +61,7 @@ fi
 set -- "$patches_dir"/*.patch
 [ -f "$1" ] || skip "no patches in $patches_dir"
 
-version=${LDSHIM_UCX_VERSION:-$(dpkg-query -W -f='${source:Version}' libucx0 2>/dev/null || true)}
+version=${LDSHIM_UCX_VERSION:-$(dpkg-query -W -f='${source:Version}' "libucx0:$(dpkg --print-architecture)" 2>/dev/null || true)}
 key=$({
     echo "$version"
     echo "$recipe"
