@@ -34,8 +34,7 @@ bool flag(const char* name) {
 
 [[gnu::constructor]] void read_settings() {
     Settings s{};
-    s.secure = getauxval(AT_SECURE) != 0;
-    if (!s.secure) {
+    if (!getauxval(AT_SECURE)) {
         s.disabled = flag("LDSHIM_DISABLE");
         s.debug = flag("LDSHIM_DEBUG");
         s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");

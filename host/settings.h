@@ -9,7 +9,6 @@ namespace ldshim::host {
 struct Settings {
     bool disabled;          // LDSHIM_DISABLE: pass every call through, write no hook
     bool debug;             // LDSHIM_DEBUG: one line per decision on stderr
-    bool secure;            // AT_SECURE: the process runs with privileges; every switch is off
     bool cuda_hooks;        // LDSHIM_CUDA_HOOKS: the preload installs the CUDA hooks too
     const char* hooks_log;  // LDSHIM_HOOKS_LOG: the file the preload writes the hooks' log to at exit
 };

@@ -86,15 +86,12 @@ void* ucm_next(ldshim_dlopen_fn next_dlopen, const char* file, int mode) {
     return ucm(file, mode);
 }
 
-ldshim_dlsym_fn libc_dlsym() { return ldshim::host::libc_dlsym_function(); }
-ldshim_dlvsym_fn libc_dlvsym() { return ldshim::host::libc_dlvsym_function(); }
-
 // Constant: relocated with the library (its own functions bind to
 // themselves: -Bsymbolic-functions), usable before any constructor runs.
 constexpr ldshim_preload_ops kOps = {
     sizeof(ldshim_preload_ops),
-    libc_dlsym,
-    libc_dlvsym,
+    ldshim::host::libc_dlsym_function,
+    ldshim::host::libc_dlvsym_function,
     start,
     start_main,
     ldshim_caller_behind,
