@@ -49,6 +49,9 @@ checks_passed=0 checks_failed=0 checks_skipped=0
 # log's tail shows it.
 timings=$(mktemp /tmp/ldshim-test-timings.XXXXXX)
 trap 'rm -f "$timings"' EXIT
+record() { # START OUTCOME NAME
+    printf '%6ss  %-17s %s\n' $(($(date +%s) - $1)) "$2" "$3" >>"$timings"
+}
 check() { # NAME COMMAND...: one whole-script check; 77 means SKIPPED
     name=$1; shift
     echo "== $name"
@@ -60,14 +63,14 @@ check() { # NAME COMMAND...: one whole-script check; 77 means SKIPPED
         *) checks_failed=$((checks_failed + 1)); status=1; outcome="FAILED (exit $rc)"
            echo "== $name: FAILED (exit $rc)" ;;
     esac
-    printf '%6ss  %-17s %s\n' $(($(date +%s) - start)) "$outcome" "$name" >>"$timings"
+    record "$start" "$outcome" "$name"
 }
 
 start=$(date +%s)
 rc=0; meson test -C build --print-errorlogs --num-processes 2 "$@" || rc=$?
-[ $rc = 0 ] || status=1
-printf '%6ss  %-17s %s\n' $(($(date +%s) - start)) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")" \
-    "meson test (root, debugoptimized build)" >>"$timings"
+outcome=ok
+[ $rc = 0 ] || { status=1; outcome="FAILED (exit $rc)"; }
+record "$start" "$outcome" "meson test (root, debugoptimized build)"
 check "Lint: clang-format, clang-tidy, shellcheck" ./scripts/lint.sh
 check "ThreadSanitizer: memtype and hooks concurrency tests" ./scripts/tsan.sh
 check "AddressSanitizer + UndefinedBehaviorSanitizer: in-process suites" ./scripts/asan.sh
