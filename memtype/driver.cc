@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-#include <mutex>
 
 namespace ldshim::memtype {
 namespace {
@@ -23,18 +22,20 @@ struct Driver {
 };
 
 const Driver& driver() {
-    static Driver d;
-    static std::once_flag once;
-    std::call_once(once, [] {
+    // A function-local static, not std::call_once: that one keeps its callable
+    // in a thread-local reached through ld.so's __tls_get_addr, an import that
+    // makes libldshim.so need ld-linux-x86-64.so.2 (lib/eh_globals.cc).
+    static const Driver d = [] {
+        Driver found;
         // RTLD_NOLOAD first: a process that uses CUDA has the driver loaded
         // already; one that does not should not start loading it here.
         void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
         if (!h) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!h) return;
-        d.attributes = reinterpret_cast<GetAttributes>(dlsym(h, "cuPointerGetAttributes"));
-        d.range = reinterpret_cast<GetAddressRange>(dlsym(h, "cuMemGetAddressRange_v2"));
-        if (!d.attributes || !d.range) d = Driver{};
-    });
+        if (!h) return found;
+        found.attributes = reinterpret_cast<GetAttributes>(dlsym(h, "cuPointerGetAttributes"));
+        found.range = reinterpret_cast<GetAddressRange>(dlsym(h, "cuMemGetAddressRange_v2"));
+        return found.attributes && found.range ? found : Driver{};
+    }();
     return d;
 }
 
