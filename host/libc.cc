@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <new>
 
 namespace ldshim::host {
 
@@ -152,13 +153,40 @@ void* glibc_dl_function(const char* name) {
 
 }  // namespace
 
-void* libc_symbol(const char* name) {
+namespace {
+
+// libc's table, found and decoded by the first lookup that gets that far
+// (libc stays loaded): the others search it straight away.  Until the first
+// one has published it, a concurrent lookup decodes its own copy.
+struct LibcTable {
+    std::atomic<int> state{0};  // 0: none, 1: being written, 2: ready
+    alignas(GnuHash) unsigned char bytes[sizeof(GnuHash)];
+};
+LibcTable g_libc_table;
+
+template <class Fn>
+void* with_libc_table(Fn&& fn) {
+    if (g_libc_table.state.load(std::memory_order_acquire) == 2)
+        return fn(*reinterpret_cast<const GnuHash*>(g_libc_table.bytes));
     ObjectExtent x;
     const link_map* map = libc_map(x);
     if (!map) return nullptr;
     GnuHash table(*map, x);
-    const ElfW(Sym)* sym = unhidden(table, name);
-    return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
+    int none = 0;
+    if (g_libc_table.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+        new (g_libc_table.bytes) GnuHash(table);
+        g_libc_table.state.store(2, std::memory_order_release);
+    }
+    return fn(table);
+}
+
+}  // namespace
+
+void* libc_symbol(const char* name) {
+    return with_libc_table([name](const GnuHash& table) -> void* {
+        const ElfW(Sym)* sym = unhidden(table, name);
+        return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
+    });
 }
 
 bool exported_at(const void* addr, const char* name) {

@@ -34,12 +34,13 @@ bool flag(const char* name) {
 
 [[gnu::constructor]] void read_settings() {
     Settings s{};
-    if (!getauxval(AT_SECURE)) {
-        s.disabled = flag("LDSHIM_DISABLE");
-        s.debug = flag("LDSHIM_DEBUG");
-        s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");
-        s.hooks_log = env("LDSHIM_HOOKS_LOG");
-    }
+    s.disabled = flag("LDSHIM_DISABLE");
+    s.debug = flag("LDSHIM_DEBUG");
+    s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");
+    s.hooks_log = env("LDSHIM_HOOKS_LOG");
+    // Secure mode is asked only when a variable is set: in a process that
+    // sets none the answer changes nothing, and getauxval is one more lookup.
+    if ((s.disabled || s.debug || s.cuda_hooks || s.hooks_log) && getauxval(AT_SECURE)) s = Settings{};
     g_settings = s;
     find_libc_functions();
     g_ready.store(true, std::memory_order_release);
