@@ -286,9 +286,11 @@ struct ScanRoom {
     host::Scratch<Segment> ldshim;  // segments of objects carrying the marker
     host::ScratchText text;
     host::LoadCounters counters;
+    std::size_t rescanned = 0;  // entries of `scanned` already known
     bool half_loaded = false;
 
     void reset(std::size_t n) {
+        rescanned = 0;
         found.reset(n);
         confirmed.reset(n);
         scanned.reset(n);
@@ -386,7 +388,7 @@ void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vec
         room.half_loaded = true;  // being unloaded by another thread: look again later
         return;
     }
-    room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0});  // seen; what is known of it stays as it is
+    room.rescanned += room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0});  // seen; what is known of it stays
     if (k.ldshim || k.count == 0) return;
     ObjectImports obj(info);
     std::size_t name = host::ScratchText::npos;
@@ -445,6 +447,11 @@ void Patcher::remember_locked(const ScanRoom& room) {
         known_subs_ = room.counters.subs;
     }
     const std::size_t had = known_.size();
+    // Room for the new objects first: find_known holds the known ones by
+    // address while new ones are appended (an object loaded into another
+    // namespace may come after them), and one allocation replaces a growth
+    // that copied the list each time it doubled.
+    known_.reserve(had + room.scanned.items().size() - room.rescanned);
     KnownFinder find_known({known_.data(), had}, known_subs_);
     for (const RawObject& o : room.scanned.items()) {
         if (KnownObject* k = find_known(o.base, room.counters)) {
@@ -488,6 +495,7 @@ Patcher::Scan Patcher::scan_locked() {
     subs_ = room.counters.subs;
     retry_ = room.half_loaded;
     ldshim_ranges_.clear();
+    ldshim_ranges_.reserve(room.ldshim.items().size());
     for (const Segment& g : room.ldshim.items()) ldshim_ranges_.push_back({g.lo, g.hi});
     remember_locked(room);
     Scan out;
@@ -502,7 +510,7 @@ Patcher::Scan Patcher::scan_locked() {
 void Patcher::pass_locked(bool full, bool patch) {
     if (full) {
         ++generation_;
-        watched_.clear();
+        if (!watched_.empty()) watched_.clear();  // clear() zeroes every bucket even when empty: a memset to bind
     }
     // 1. Scan (inside the loader lock: reads only).
     Scan scan = scan_locked();
