@@ -126,6 +126,16 @@ printf '%-22s %13s %13s %13s %12s %8s %12s %8s\n' program "no preload" "empty" l
 three_ways instructions | awk -F'|' '{
     printf "%-22s %13d %13d %13d %+12d %8.4f %+12d %+8d\n", $1, $2, $3, $4, $4 - $2, $4 / $2, $4 - $3, $3 - $2 }'
 
+# A file's pages are mapped around each fault in blocks as large as the
+# page cache holds it: a file just written by the linker or this script may
+# sit there in larger blocks than one read back from disk, and a process
+# that maps it shows more resident.  So the files measured leave the page
+# cache first, and come back the way an installed library's do.
+pdir=$(dirname "$PRELOAD")
+for f in "$PRELOAD" "$pdir/libldshim.so.0" "$pdir/../lib/libldshim.so.0" "$tmp"/empty.so "$tmp"/many "$tmp"/libs/*.so "$tmp"/relocs "$tmp"/libbig.so; do
+    [ -e "$f" ] && dd if="$f" iflag=nocache count=0 status=none
+done
+
 echo
 echo "peak RSS (KiB, /usr/bin/time -f %M), min / median of $RSS_RUNS runs"
 printf '%-22s %15s %15s %15s %14s\n' program "no preload" "empty" ldshim "ldshim-none"
