@@ -237,3 +237,35 @@ TEST(Guest, a_preload_met_by_an_older_library_passes_every_call_through) {
     EXPECT_EQ(run(old), loaded);
     EXPECT_EQ(run(old + " LDSHIM_DEBUG=1"), loaded) << "no libldshim of this release: nothing of its own to say";
 }
+
+// libldshim links no start files (lib/start_files.cc): a program that loads
+// it with dlopen and unloads it with dlclose still gets its destructors run
+// and its fork handler removed before its code goes, as crtbeginS.o's entry
+// did.  A fork after the dlclose would otherwise call into unmapped memory.
+TEST(Guest, libldshim_unloaded_by_dlclose_leaves_no_fork_handler_behind) {
+    Tree t;
+    t.write("unload.c", R"(#include <dlfcn.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+    for (int i = 0; i < 3; ++i) {
+        void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+        if (!h || !dlsym(h, "ldshim_strerror")) { printf("dlopen: %s\n", dlerror()); return 1; }
+        if (dlclose(h) != 0) { printf("dlclose: %s\n", dlerror()); return 1; }
+        if (dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD)) { printf("still loaded after dlclose\n"); return 1; }
+    }
+    pid_t p = fork();
+    if (p == 0) _exit(7);
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p) { printf("no child\n"); return 1; }
+    printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+)");
+    std::string bin = t.abs("unload");
+    ASSERT_EQ(sh(FIXTURE_CC " -o " + quote(bin) + " " + quote(t.abs("unload.c")) + " -ldl"), 0);
+    std::string out = t.abs(".out/unload");
+    int rc = sh(quote(bin) + " " + quote(LDSHIM_LIB_PATH) + " > " + quote(out) + " 2>&1");
+    EXPECT_EQ(std::to_string(rc) + ": " + read_file(out), "0: child 7\n");
+}
