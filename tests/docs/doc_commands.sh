@@ -178,8 +178,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=uc
     UCX_MEM_MALLOC_RELOC=n UCX_MEM_DLOPEN_PROCESS_RPATH=n ASAN_OPTIONS=detect_leaks=0 LDSHIM_UCX_OFFLINE=1 \
     LDSHIM_DOCS_DESTDIR="$work/destdir" LDSHIM_DOCS_PREFIX="$prefix" LDSHIM_DOCS_WORK="$work" \
     LDSHIM_DOCS_CUDA_HOOKS="$cuda_hooks"
+# PYTHONUNBUFFERED (set on the development machines) makes print() two
+# writes, its text and its newline, and mpirun then interleaves two ranks'
+# lines ("rank 1 of 2rank 0 of 2"): the blocks run with Python's default.
 unset LD_PRELOAD LD_LIBRARY_PATH LDSHIM_DEBUG LDSHIM_DISABLE LDSHIM_CUDA_HOOKS MODULEPATH LOADEDMODULES \
-    _LMFILES_ __LDSHIM_MODULE 2>/dev/null || true
+    _LMFILES_ __LDSHIM_MODULE PYTHONUNBUFFERED 2>/dev/null || true
 
 # Without ldshim the report's failure must be there, or the blocks prove nothing.
 before=$(cd "$work" && timeout 120 julia libopenlibm.so mpi 2>&1 | tail -1)
