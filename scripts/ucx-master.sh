@@ -231,6 +231,15 @@ for m in bistro reloc; do
         say "gtest, every test of the ucm part, $m mode, second run:"
         LD_LIBRARY_PATH=$ldshim_dir UCX_MEM_MMAP_HOOK_MODE=$m gtest_run
     fi
+    # malloc_hook_cplusplus.mmap_ptrs compares two timings of malloc (at most
+    # 75 % apart; nothing of ldshim is in it).  On two cores shared with the
+    # other suites it failed once in this stop's runs (1.16 s against 2.17 s)
+    # and passed alone.  Its failure alone gets the run made once more.
+    if [ "$(failed_tests)" = "malloc_hook_cplusplus.mmap_ptrs " ]; then
+        say "gtest, every test of the ucm part, $m mode: only UCX's timing test failed; second run:"
+        mv "$work/$gtest_log" "$work/$gtest_log.first"
+        LD_LIBRARY_PATH=$ldshim_dir UCX_MEM_MMAP_HOOK_MODE=$m gtest_run
+    fi
     check "gtest, every test, $m mode: failed tests" "" "$(failed_tests)"
     check "gtest, every test, $m mode: summary" "[  PASSED  ] 36 tests." "$(grep '^\[  PASSED' "$work/$gtest_log")"
 done
