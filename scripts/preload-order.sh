@@ -4,7 +4,8 @@
 # ldshim runs a few dozen of its functions at start-up, scattered over half
 # a megabyte of code; each page touched brings its whole 64 KiB fault-around
 # window into the process's resident set.  Listed first, after the PLT,
-# they share one (57 KiB of it today: past 64 KiB they take a second).
+# they share one; the script prints how full it is (past 64 KiB they take a
+# second).
 #
 # The list is every function of libldshim that callgrind sees run in
 # /bin/true and python3 -c pass under the preload (the start-up, the first
@@ -38,3 +39,19 @@ done
     done | grep -v '^0x' | sort -u
 } > "$out"
 echo "preload-order: $(grep -vc '^#' "$out") functions in $out"
+
+# How much of the one 64 KiB window they fill, with the PLT before them
+# (sizes from the library as built: the order does not change them).
+lib=$build/lib/libldshim.so.0
+if [ -e "$lib" ] && command -v nm >/dev/null && command -v readelf >/dev/null; then
+    bytes=$(readelf -SW "$lib" | sed -n 's/.* \.plt  *PROGBITS  *[0-9a-f]*  *[0-9a-f]*  *\([0-9a-f]*\) .*/\1/p' | head -n 1)
+    bytes=$((0x${bytes:-0}))
+    nm -S "$lib" | grep -vE ' [^tT] ' > "$tmp/sizes"
+    while read -r name; do
+        size=$(awk -v n="$name" '$4 == n { print $2; exit }' "$tmp/sizes")
+        [ -n "$size" ] && bytes=$((bytes + 0x$size))
+    done <<LIST
+$(grep -v '^#' "$out")
+LIST
+    echo "preload-order: with the PLT they take $((bytes / 1024)) KiB of code: one 64 KiB window while under 64"
+fi
