@@ -12,13 +12,15 @@
 //  * legacy hwcap bits: getauxval(AT_HWCAP), which glibc answers with its
 //    own dl_hwcap (x86-64's synthetic bits; on aarch64 the kernel's, e.g.
 //    HWCAP_ATOMICS), under glibc.cpu.hwcap_mask / LD_HWCAP_MASK from the
-//    environment, whose default is that machine's;
+//    environment libldshim was loaded with (host/settings.h), whose default
+//    is that machine's;
 //  * what only the version tells (bug fixes, the 2.43 debug lines):
 //    glibc_release(), checked against the probe where both speak.
 #include "host/loader_in_process.h"
 
 #include "host/loaded_objects.h"
 #include "host/self_probe.h"
+#include "host/settings.h"
 #include "loader/elf_facts.h"
 
 #include <dlfcn.h>
@@ -33,8 +35,6 @@
 #include <cstdlib>
 #include <memory>
 #include <string_view>
-
-extern char** environ;
 
 namespace ldshim::host {
 
@@ -98,7 +98,7 @@ std::optional<ObjectFacts> main_program_facts() {
 std::optional<std::string> startup_library_path(bool secure) {
     std::optional<std::string> out;
     if (secure) return out;
-    for (char** e = environ; e && *e; ++e)
+    for (char* const* e = loaded_environment(); e && *e; ++e)
         if (std::string_view(*e).starts_with("LD_LIBRARY_PATH=")) out = std::string(*e + 16);
     return out;
 }
@@ -160,7 +160,9 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     // A searched bit ldshim cannot name (a wider mask on aarch64) would be a
     // subdirectory the model lacks.
     std::uint64_t searched =
-        release->legacy_cache_entries ? getauxval(AT_HWCAP) & hwcap_mask_from_env(environ, secure, target.machine) : 0;
+        release->legacy_cache_entries
+            ? getauxval(AT_HWCAP) & hwcap_mask_from_env(loaded_environment(), secure, target.machine)
+            : 0;
     if (probe->legacy_subdirs && (searched & ~named_hwcap_bits(target.machine)))
         return fail("this machine's legacy hwcap names are not modelled");
     LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched, target.machine);

@@ -13,12 +13,14 @@ namespace {
 
 Settings g_settings{};
 std::atomic<bool> g_ready{false};
+char* const* g_environment = nullptr;
 
-// getenv's answer (the first NAME=VALUE), read from environ by hand: each
-// libc function libldshim calls at start-up is one more lookup through every
-// loaded object, in every process the preload is in.
+// getenv's answer (the first NAME=VALUE), read by hand from the block the
+// constructor was handed: each libc function or variable libldshim uses at
+// start-up is one more lookup through every loaded object, in every process
+// the preload is in.
 const char* env(const char* name) {
-    for (char** e = environ; e && *e; ++e) {
+    for (char* const* e = g_environment; e && *e; ++e) {
         const char* a = *e;
         const char* b = name;
         while (*b && *a == *b) ++a, ++b;
@@ -32,7 +34,10 @@ bool flag(const char* name) {
     return v && *v && *v != '0';
 }
 
-[[gnu::constructor]] void read_settings() {
+// glibc calls each constructor with the program's argc, argv and the
+// environment: at start-up the block ld.so read, at a dlopen the current one.
+[[gnu::constructor]] void read_settings(int, char**, char** envp) {
+    g_environment = envp;
     Settings s{};
     s.disabled = flag("LDSHIM_DISABLE");
     s.debug = flag("LDSHIM_DEBUG");
@@ -50,5 +55,6 @@ bool flag(const char* name) {
 
 const Settings& settings() { return g_settings; }
 bool settings_ready() { return g_ready.load(std::memory_order_acquire); }
+char* const* loaded_environment() { return g_environment; }
 
 }  // namespace ldshim::host
