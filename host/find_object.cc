@@ -9,9 +9,20 @@ namespace ldshim::host {
 
 #if defined(DLFO_STRUCT_HAS_EH_DBASE)  // <dlfcn.h> of glibc 2.35 and later
 
+namespace {
+// Called through its address, which the loader binds with libldshim (one
+// lookup, as the first call through the PLT would make) and which is
+// dl_functions_anchor's answer.  volatile: the compiler would turn a call
+// through a known address back into a call through the PLT, a second
+// lookup.
+int (*volatile const g_find)(void*, dl_find_object*) = &_dl_find_object;
+}  // namespace
+
+const void* dl_functions_anchor() noexcept { return reinterpret_cast<const void*>(g_find); }
+
 std::optional<ObjectExtent> find_object(const void* addr) noexcept {
     dl_find_object found;
-    if (_dl_find_object(const_cast<void*>(addr), &found) != 0) return std::nullopt;
+    if (g_find(const_cast<void*>(addr), &found) != 0) return std::nullopt;
     return ObjectExtent{reinterpret_cast<std::uintptr_t>(found.dlfo_map_start),
                         reinterpret_cast<std::uintptr_t>(found.dlfo_map_end), found.dlfo_link_map};
 }
@@ -20,8 +31,7 @@ bool find_object_is_lock_free() noexcept { return true; }
 
 bool loader_lists_by_address(const void* addr) noexcept {
     dl_find_object found;
-    return _dl_find_object(const_cast<void*>(addr), &found) == 0 && found.dlfo_map_start <= addr &&
-           addr < found.dlfo_map_end;
+    return g_find(const_cast<void*>(addr), &found) == 0 && found.dlfo_map_start <= addr && addr < found.dlfo_map_end;
 }
 
 #else
@@ -51,6 +61,8 @@ std::optional<ObjectExtent> find_object(const void* addr) noexcept {
 }
 
 bool find_object_is_lock_free() noexcept { return false; }
+
+const void* dl_functions_anchor() noexcept { return reinterpret_cast<const void*>(&dladdr1); }
 
 bool loader_lists_by_address(const void*) noexcept { return true; }
 

@@ -18,6 +18,13 @@ struct ObjectExtent {
 };
 
 std::optional<ObjectExtent> find_object(const void* addr) noexcept;
+// An address in the object that defines glibc's dl* functions (libc from
+// 2.34, libdl before), unless a program that is not position-independent
+// took it first (then its PLT entry): the function find_object calls.
+// Each libc function whose address libldshim takes is one more symbol
+// looked up through every loaded object at every start-up; this one is
+// looked up anyway.
+const void* dl_functions_anchor() noexcept;
 // Whether find_object() answers without a walk (glibc 2.35 and later).
 bool find_object_is_lock_free() noexcept;
 

@@ -121,12 +121,10 @@ bool named(const link_map* map, const char* so, std::size_t size) {
     return spells(base, size, so);
 }
 
-// libc's own, found through dladdr1 (libc defines it from glibc 2.34, and
-// object_at answers from 2.35), and checked by its name.  (Each libc
-// function whose address libldshim takes is a lookup at every start-up:
-// glibc_dl_function takes this one already.)
+// libc's own, found through find_object's anchor (object_at answers from
+// glibc 2.35), and checked by its name.
 const link_map* libc_map(ObjectExtent& x) {
-    const link_map* map = object_at(reinterpret_cast<const void*>(&dladdr1), x);
+    const link_map* map = object_at(dl_functions_anchor(), x);
     return named(map, LIBC_SO, sizeof LIBC_SO) ? map : nullptr;
 }
 
@@ -142,7 +140,7 @@ const ElfW(Sym) * unhidden(const GnuHash& table, const char* name) {
 // once its name says it is one of those.  Before 2.35 finding that object
 // walks the loaded objects.
 void* glibc_dl_function(const char* name) {
-    auto found = find_object(reinterpret_cast<const void*>(&dladdr1));
+    auto found = find_object(dl_functions_anchor());
     const auto* map = found ? static_cast<const link_map*>(found->link_map) : nullptr;
     if (!map || !map->l_ld || !(named(map, LIBC_SO, sizeof LIBC_SO) || named(map, LIBDL_SO, sizeof LIBDL_SO)))
         return nullptr;
