@@ -5,7 +5,9 @@
 // process, the program's hundreds of libraries first, before libldshim or
 // libc answers it: one import instead of a dozen, and no libc import at all
 // (no DT_NEEDED libc.so.6, no start files), is most of what a process that
-// never calls dlopen pays for the preload (docs/performance.md).
+// never calls dlopen pays for the preload (docs/performance.md).  The
+// preload names no version for it (lib/preload_link_stub.c): a version
+// requirement is one more walk of every object by name.
 // The table only grows; `size` says how much of it this library fills, and
 // a preload that finds fewer fields than it knows passes every call through
 // (the size and the two dlsym fields come first in every release).
