@@ -6,6 +6,8 @@
 // vain.  crti.o's _init and crtn.o's _fini add a DT_INIT the loader calls,
 // at the far end of the text from the start-up code.  libldshim needs only
 // two of their pieces.
+#include "host/libc.h"
+
 #include <cxxabi.h>
 
 extern "C" {
@@ -23,7 +25,15 @@ namespace {
 // __cxa_finalize does both for a handle.  Priority 101 puts this first in
 // .fini_array, which runs last to first: after every other destructor, as
 // crtbeginS.o's entry did.  At exit the handlers have run already and
-// this finds nothing to do.
-[[gnu::destructor(101)]] void finalize() { __cxxabiv1::__cxa_finalize(&__dso_handle); }
+// this finds nothing to do.  glibc's own __cxa_finalize, from libc's table
+// (host/libc.h): the import is one more lookup through every loaded object
+// at every exit, and is called only where libc's table cannot be read.
+[[gnu::destructor(101)]] void finalize() {
+    using finalize_fn = void (*)(void*);
+    if (auto f = reinterpret_cast<finalize_fn>(ldshim::host::libc_symbol("__cxa_finalize")))
+        f(&__dso_handle);
+    else
+        __cxxabiv1::__cxa_finalize(&__dso_handle);
+}
 
 }  // namespace
