@@ -38,29 +38,27 @@ bool relocated(const dl_phdr_info& info) {
 namespace {
 
 // A dynamic section decoded once: every tag below DT_ENCODING into a table
-// by number (one store per entry, where a switch cost a dozen
-// instructions), the few others the scan reads by name.  0 is "absent".
+// by number, and those of the GNU versioning range (DT_VERSYM to
+// DT_VERNEEDNUM, DT_RELACOUNT among them) into another by offset: one store
+// per entry, where a switch cost a dozen instructions.  0 is "absent".
 struct DynamicTags {
+    static constexpr std::uint64_t kGnuFirst = DT_VERSYM, kGnuCount = DT_VERNEEDNUM - DT_VERSYM + 1;
     std::uint64_t tag[DT_ENCODING] = {};
-    std::uint64_t versym = 0, verneed = 0, verneednum = 0, relacount = 0;
+    std::uint64_t gnu[kGnuCount] = {};
+    std::uint64_t gnu_hash = 0;
 
     DynamicTags(const ElfW(Dyn) * dyn, std::size_t ndyn) {
-        for (std::size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; ++i) {
-            const auto t = static_cast<std::uint64_t>(dyn[i].d_tag);
-            const std::uint64_t v = dyn[i].d_un.d_val;
+        for (const ElfW(Dyn)* d = dyn, *end = dyn + ndyn; d != end && d->d_tag != DT_NULL; ++d) {
+            const auto t = static_cast<std::uint64_t>(d->d_tag);
             if (t < DT_ENCODING)
-                tag[t] = v;
-            else if (t == DT_VERSYM)
-                versym = v;
-            else if (t == DT_VERNEED)
-                verneed = v;
-            else if (t == DT_VERNEEDNUM)
-                verneednum = v;
-            else if (t == DT_RELACOUNT)
-                relacount = v;
+                tag[t] = d->d_un.d_val;
+            else if (t - kGnuFirst < kGnuCount)
+                gnu[t - kGnuFirst] = d->d_un.d_val;
+            else if (t == DT_GNU_HASH)
+                gnu_hash = d->d_un.d_val;
         }
     }
-    std::uint64_t operator[](std::size_t t) const { return tag[t]; }
+    std::uint64_t operator[](std::size_t t) const { return t < DT_ENCODING ? tag[t] : gnu[t - kGnuFirst]; }
 };
 
 }  // namespace
@@ -79,9 +77,10 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
         return;
     }
     const DynamicTags tags(reinterpret_cast<const ElfW(Dyn)*>(dyn_addr), ndyn);
-    versym_ = tags.versym;
-    verneed_ = tags.verneed;
-    verneednum_ = tags.verneednum;
+    versym_ = tags[DT_VERSYM];
+    verneed_ = tags[DT_VERNEED];
+    verneednum_ = tags[DT_VERNEEDNUM];
+    gnu_hash_ = tags.gnu_hash;
     if (tags[DT_SYMENT]) syment_ = tags[DT_SYMENT];
     strsz_ = tags[DT_STRSZ];
     if (!tags[DT_SYMTAB] || !tags[DT_STRTAB] || !strsz_) return;  // imports nothing by name
@@ -106,7 +105,7 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
     // has no slots this code could interpret, so it is not read.  The first
     // DT_RELACOUNT entries of DT_RELA are relative relocations: glibc applies
     // them as such without reading their type, so none of them is a slot.
-    tables_[0] = table(tags[DT_RELA], tags[DT_RELASZ], tags.relacount);
+    tables_[0] = table(tags[DT_RELA], tags[DT_RELASZ], tags[DT_RELACOUNT]);
     if ((tags[DT_PLTREL] ? tags[DT_PLTREL] : DT_RELA) == DT_RELA)
         tables_[1] = table(tags[DT_JMPREL], tags[DT_PLTRELSZ], 0);
 }
@@ -117,16 +116,22 @@ ObjectImports::ObjectImports(const dl_phdr_info& info)
 const ElfW(Phdr) * ObjectImports::read_segments() {
     const ElfW(Phdr)* dynamic = nullptr;
     const ElfW(Phdr) * notes[2] = {};
-    std::size_t nnotes = 0;
-    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
-        if (ph.p_type == PT_DYNAMIC) dynamic = &ph;
-        if (ph.p_type == PT_NOTE && nnotes < std::size(notes)) notes[nnotes++] = &ph;
-        if (ph.p_type != PT_LOAD) continue;
-        if (nloads_ < kLoads)
-            loads_[nloads_] = {info_.dlpi_addr + ph.p_vaddr, info_.dlpi_addr + ph.p_vaddr + ph.p_memsz};
-        ++nloads_;
+    std::size_t nnotes = 0, nloads = 0;  // counted here, not in the members: they would be stored at each step
+    const ElfW(Addr) base = info_.dlpi_addr;
+    for (const ElfW(Phdr)* ph = info_.dlpi_phdr, *end = ph + info_.dlpi_phnum; ph != end; ++ph) {
+        switch (ph->p_type) {
+            case PT_LOAD:
+                if (nloads < kLoads) loads_[nloads] = {base + ph->p_vaddr, base + ph->p_vaddr + ph->p_memsz};
+                ++nloads;
+                break;
+            case PT_DYNAMIC: dynamic = ph; break;
+            case PT_NOTE:
+                if (nnotes < std::size(notes)) notes[nnotes++] = ph;
+                break;
+            default: break;
+        }
     }
+    nloads_ = nloads;
     // ldshim's own objects carry the marker note (more PT_NOTE segments than
     // two: the extent's walk looks at them all).
     if (nnotes == std::size(notes)) {
@@ -144,7 +149,8 @@ const ElfW(Phdr) * ObjectImports::read_segments() {
 
 // The relocation table at d_ptr `addr` of `size` bytes, past its first
 // `skip` entries; empty where it lies outside the object.
-ObjectImports::Table ObjectImports::table(std::uint64_t addr, std::uint64_t size, std::uint64_t skip) const {
+[[gnu::always_inline]] inline ObjectImports::Table ObjectImports::table(std::uint64_t addr, std::uint64_t size,
+                                                                        std::uint64_t skip) const {
     Table t;
     if (!addr || !size) return t;
     t.rela = reinterpret_cast<const ElfW(Rela)*>(pointer(addr, size));
@@ -172,6 +178,28 @@ bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
     return writable;
 }
 
+bool ObjectImports::in_chain(const Name& n, const GnuHashTable& t) const {
+    std::uint32_t i = t.buckets[n.hash % t.nbuckets];
+    if (i == 0) return false;  // an empty bucket
+    if (i < t.symoffset) return true;
+    const std::uint32_t* chain = t.buckets + t.nbuckets - t.symoffset;
+    for (;; ++i) {
+        if (!contains(reinterpret_cast<std::uintptr_t>(chain + i), sizeof(std::uint32_t))) return true;
+        const std::uint32_t link = chain[i];
+        if ((link | 1) == (n.hash | 1)) {
+            const auto sp = reinterpret_cast<std::uintptr_t>(symtab_) + std::uintptr_t{i} * syment_;
+            if (!symtab_ || !contains(sp, sizeof(ElfW(Sym)))) return true;
+            const auto& sym = *reinterpret_cast<const ElfW(Sym)*>(sp);
+            std::size_t k = sym.st_name;
+            const char* b = n.name;
+            while (k < strsz_ && *b && strtab_[k] == *b) ++k, ++b;
+            if (k >= strsz_) return true;
+            if (*b == '\0' && strtab_[k] == '\0' && sym.st_shndx != SHN_UNDEF) return true;
+        }
+        if (link & 1) return false;
+    }
+}
+
 const char* ObjectImports::version_name(std::uint32_t sym) const {
     auto versym = reinterpret_cast<const ElfW(Half)*>(versym_ ? pointer(versym_, sizeof(ElfW(Half))) : 0);
     auto verneed = verneed_ && verneednum_ ? pointer(verneed_, sizeof(ElfW(Verneed))) : 0;
@@ -197,20 +225,6 @@ const char* ObjectImports::version_name(std::uint32_t sym) const {
         p += vn->vn_next;
     }
     return nullptr;
-}
-
-std::size_t ObjectImports::room_after(std::uintptr_t addr) const {
-    if (nloads_ <= kLoads) {
-        for (std::size_t i = 0; i < nloads_; ++i)
-            if (addr >= loads_[i].lo && addr < loads_[i].hi) return loads_[i].hi - addr;
-        return 0;
-    }
-    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
-        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-        if (ph.p_type == PT_LOAD && addr >= lo && addr < hi) return hi - addr;
-    }
-    return 0;
 }
 
 bool ObjectImports::complete(const ElfW(Rela) & r, const char* name, Import& out) const {

@@ -40,6 +40,23 @@ public:
             if (addr >= loads_[i].lo && addr <= loads_[i].hi && len <= loads_[i].hi - addr) return true;
         return false;
     }
+    // A name and its GNU hash (gnu_hash()).
+    struct Name {
+        const char* name;
+        std::uint32_t hash;
+    };
+    // Whether the object may define (export) one of `names`, asked as the
+    // loader's lookup asks its DT_GNU_HASH table: the Bloom filter, then the
+    // hash chain and the name.  Yes where it has no such table, or one that
+    // looks wrong.  (A template: the names' hashes fold into the code.)
+    template <std::size_t N>
+    bool may_define_any(const Name (&names)[N]) const {
+        const GnuHashTable t = gnu_hash_table();
+        if (t.verdict != GnuHashTable::ask) return t.verdict == GnuHashTable::maybe;
+        for (const Name& n : names)
+            if (t.bloom_admits(n.hash) && in_chain(n, t)) return true;
+        return false;
+    }
     // Is the word at addr in a writable segment and outside the range that
     // glibc makes read-only after relocation (PT_GNU_RELRO, whole pages)?
     bool plainly_writable(std::uintptr_t addr) const;
@@ -52,13 +69,12 @@ public:
     // out only for a hit.
     template <class Want, class Fn>
     void for_each(Want&& want, Fn&& fn) const {
-        const SymbolNames names = names_;  // a local copy: kept in registers across the calls below
-        for (const Table& t : tables_)
-            for (const ElfW(Rela)* r = t.rela, *end = t.rela + t.count; r != end; ++r) {
-                const char* name = names.of(*r);
-                Import imp;
-                if (name && want(name) && complete(*r, name, imp)) fn(static_cast<const Import&>(imp));
-            }
+        // The usual tables (ELF's symbol size, a string table that ends with
+        // a NUL) get a loop with two values fewer to keep in registers.
+        if (names_.syment == sizeof(ElfW(Sym)) && names_.terminated)
+            walk<true>(want, fn);
+        else
+            walk<false>(want, fn);
     }
     // The same relocations, each decoded in full (name and version) before
     // want() sees it: the reference that the tests hold for_each to.
@@ -87,24 +103,53 @@ private:
         std::size_t strsz = 0;
         bool terminated = false;  // the string table ends with a NUL (checked once)
 
+        // kUsual: syment is ELF's and the string table ends with a NUL.
+        template <bool kUsual>
         const char* of(const ElfW(Rela) & r) const {
             if (arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info))) == arch::SlotKind::none)
                 return nullptr;
             auto sym = static_cast<std::uint64_t>(ELF64_R_SYM(r.r_info));
             if (sym == 0 || sym >= nsyms) return nullptr;
-            std::uint32_t off = reinterpret_cast<const ElfW(Sym)*>(symtab + sym * syment)->st_name;
+            const std::size_t size = kUsual ? sizeof(ElfW(Sym)) : syment;
+            std::uint32_t off = reinterpret_cast<const ElfW(Sym)*>(symtab + sym * size)->st_name;
             if (off >= strsz) return nullptr;
             // A table that does not end with a NUL gets each name checked.
-            if (!terminated && !std::memchr(strtab + off, 0, strsz - off)) return nullptr;
+            if (!kUsual && !terminated && !std::memchr(strtab + off, 0, strsz - off)) return nullptr;
             return strtab + off;
         }
     };
+    template <bool kUsual, class Want, class Fn>
+    void walk(Want& want, Fn& fn) const {
+        const SymbolNames names = names_;  // a local copy: kept in registers across the calls below
+        for (const Table& t : tables_)
+            for (const ElfW(Rela)* r = t.rela, *end = t.rela + t.count; r != end; ++r) {
+                const char* name = names.template of<kUsual>(*r);
+                Import imp;
+                if (name && want(name) && complete(*r, name, imp)) fn(static_cast<const Import&>(imp));
+            }
+    }
     const ElfW(Phdr) * read_segments();
     Table table(std::uint64_t addr, std::uint64_t size, std::uint64_t skip) const;
     // The rest of an Import, for a relocation SymbolNames named.
     bool complete(const ElfW(Rela) & r, const char* name, Import& out) const;
     bool decode(const ElfW(Rela) & r, Import& out) const;
     const char* version_name(std::uint32_t sym) const;
+    // The object's DT_GNU_HASH table, its bounds checked once.
+    struct GnuHashTable {
+        enum { ask, maybe, none } verdict = maybe;  // none: defines nothing
+        const ElfW(Addr) * bloom = nullptr;
+        std::uint32_t mask = 0, shift = 0;  // Bloom words - 1; the second hash's shift
+        const std::uint32_t* buckets = nullptr;
+        std::uint32_t nbuckets = 0, symoffset = 0;
+        bool bloom_admits(std::uint32_t hash) const {
+            constexpr std::uint32_t kBits = sizeof(ElfW(Addr)) * 8;
+            const ElfW(Addr) word = bloom[(hash / kBits) & mask];
+            return (word >> (hash % kBits)) & (word >> ((hash >> shift) % kBits)) & 1;
+        }
+    };
+    GnuHashTable gnu_hash_table() const;
+    // may_define_any's step after the Bloom filter: the bucket's chain.
+    bool in_chain(const Name& n, const GnuHashTable& t) const;
     // Bytes from addr to the end of the PT_LOAD segment that holds it (0: none).
     std::size_t room_after(std::uintptr_t addr) const;
     // extent_.pointer's rule, through this object's contains().
@@ -134,9 +179,59 @@ private:
     std::size_t strsz_ = 0;
     SymbolNames names_;
     std::uint64_t versym_ = 0, verneed_ = 0;  // d_ptr values, followed only for a hit (version_name)
+    std::uint64_t gnu_hash_ = 0;              // d_ptr, followed only by may_define
     std::size_t verneednum_ = 0;
     Table tables_[2];  // DT_RELA, DT_JMPREL
 };
+
+inline std::size_t ObjectImports::room_after(std::uintptr_t addr) const {
+    if (nloads_ <= kLoads) {
+        for (std::size_t i = 0; i < nloads_; ++i)
+            if (addr >= loads_[i].lo && addr < loads_[i].hi) return loads_[i].hi - addr;
+        return 0;
+    }
+    for (std::size_t i = 0; i < info_.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info_.dlpi_phdr[i];
+        std::uintptr_t lo = info_.dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (ph.p_type == PT_LOAD && addr >= lo && addr < hi) return hi - addr;
+    }
+    return 0;
+}
+
+inline ObjectImports::GnuHashTable ObjectImports::gnu_hash_table() const {
+    // The header (buckets, the first hashed symbol, Bloom words, shift),
+    // the Bloom filter and the buckets, in one segment.
+    constexpr std::size_t kHeader = 4 * sizeof(std::uint32_t);
+    GnuHashTable t;
+    std::uintptr_t header = gnu_hash_;
+    std::size_t room = header ? room_after(header) : 0;
+    if (header && room == 0) room = room_after(header += info_.dlpi_addr);  // a d_ptr not relocated in place
+    if (room < kHeader) return t;
+    const auto* h = reinterpret_cast<const std::uint32_t*>(header);
+    const std::uint32_t nbuckets = h[0], words = h[2];
+    if (nbuckets == 0) {
+        t.verdict = GnuHashTable::none;
+        return t;
+    }
+    if (words == 0 || (words & (words - 1)) != 0 || h[3] >= 32 ||
+        room - kHeader < std::size_t{words} * sizeof(ElfW(Addr)) + std::size_t{nbuckets} * sizeof(std::uint32_t))
+        return t;
+    t.verdict = GnuHashTable::ask;
+    t.bloom = reinterpret_cast<const ElfW(Addr)*>(h + 4);
+    t.mask = words - 1;
+    t.shift = h[3];
+    t.buckets = reinterpret_cast<const std::uint32_t*>(t.bloom + words);
+    t.nbuckets = nbuckets;
+    t.symoffset = h[1];
+    return t;
+}
+
+// The GNU hash of a symbol name (DT_GNU_HASH's, as the loader computes it).
+constexpr std::uint32_t gnu_hash(const char* name) {
+    std::uint32_t h = 5381;
+    for (; *name; ++name) h = h * 33 + static_cast<unsigned char>(*name);
+    return h;
+}
 
 // Whether the object's relocations are done, so its slots hold real values.
 // dl_iterate_phdr lists an object as soon as it is mapped (another thread

@@ -164,6 +164,9 @@ void* loader_next(HookId id, const void* caller) {
 }
 
 void Patcher::publish_loader_targets_locked() {
+    // No patch and no table yet: nothing to publish (and no table to build
+    // and free: free is one more libc function to bind at start-up).
+    if (patches_.empty() && !g_loader_table.load(std::memory_order_acquire)) return;
     auto table = std::make_unique<LoaderTable>();
     for (const auto& [slot, p] : patches_) {
         int k = loader_index(p.id);
@@ -197,6 +200,7 @@ int Patcher::install(unsigned flags) {
     if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
     if (host::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
     std::lock_guard lock(mu_);
+    if (nothing_new_locked(flags)) return LDSHIM_OK;
     installed_ = true;
     // A set added later must reach objects already scanned for another one.
     if ((flags_ | flags) != flags_) {
@@ -212,6 +216,16 @@ int Patcher::install(unsigned flags) {
         return LDSHIM_ERR_NO_MEMORY;
     }
     return LDSHIM_OK;
+}
+
+// Whether a full pass for `flags` would find what the last one found:
+// nothing.  No object was loaded or unloaded since a complete pass for
+// these sets that found no slot they want, so no slot can hold anything to
+// look at (the pass before main, in a program that imports no dlopen).
+bool Patcher::nothing_new_locked(unsigned flags) const {
+    if (!installed_ || (flags_ | flags) != flags_ || retry_ || !known_hits_.empty() || !patches_.empty()) return false;
+    host::LoadCounters c = host::load_counters();
+    return c.adds != 0 && c.adds == adds_ && c.subs == subs_ && known_subs_ == subs_;
 }
 
 int Patcher::refresh() {
@@ -270,8 +284,11 @@ struct RawCandidate {
 struct RawObject {
     std::uintptr_t base;
     bool ldshim;
-    std::size_t first, count;
+    std::size_t first, count;  // its hits in the room (an object new to the patcher)
+    std::size_t known;         // its index in the patcher's list, or kNew
+    bool looked;               // a known object whose wanted slots this walk read again
 };
+constexpr std::size_t kNew = static_cast<std::size_t>(-1);
 struct RawHit {
     std::uintptr_t slot;
     int id;
@@ -286,11 +303,12 @@ struct ScanRoom {
     host::Scratch<Segment> ldshim;  // segments of objects carrying the marker
     host::ScratchText text;
     host::LoadCounters counters;
-    std::size_t rescanned = 0;  // entries of `scanned` already known
     bool half_loaded = false;
+    std::uintptr_t libc_base = 0;    // libc's load address (0: unknown), kept across resets
+    bool relayed_elsewhere = false;  // an object but libc may define a relayed name
 
     void reset(std::size_t n) {
-        rescanned = 0;
+        relayed_elsewhere = false;
         found.reset(n);
         confirmed.reset(n);
         scanned.reset(n);
@@ -332,64 +350,42 @@ struct ScanRoom {
 
 namespace {
 
-// Sorts what was appended to a sorted vector after its first `had` items
-// into place.  A walk's objects come in order of base but for a few (the
-// program, the loader; see KnownFinder): descending ones reversed, an
-// insertion sort places those few in linear time, and anything less ordered
-// goes to std::sort.
-template <class T, class Less>
-void merge_tail(std::vector<T>& v, std::size_t had, Less less) {
-    auto mid = v.begin() + static_cast<std::ptrdiff_t>(had);
-    if (v.end() - mid > 1 && less(*(v.end() - 1), *mid)) std::reverse(mid, v.end());
-    std::size_t descents = 0;
-    for (auto i = mid; i != v.end() && descents <= 8; ++i) descents += i != mid && less(*i, *(i - 1));
-    if (descents > 8) {
-        std::sort(mid, v.end(), less);
-    } else {
-        for (auto i = mid; i != v.end(); ++i)
-            for (auto j = i; j != mid && less(*j, *(j - 1)); --j) std::iter_swap(j, j - 1);
-    }
-    std::inplace_merge(v.begin(), mid, v.end(), less);
-}
-
-// What is known of the object at `base` among `known` (sorted by base), or
-// nullptr: valid while no object went away (none can have taken its base)
-// and the loader reports its counters.  A walk lists the objects in order
-// of base but for a few (the program, the loader): descending, as the
-// kernel places each mapping below the one before, or ascending where
-// mappings grow upwards (valgrind), so each lookup tries the neighbours of
-// the last one found before it searches.  Inside the walk: no allocation.
+// What is known of the object at `base` among `known` (in the order of the
+// walk that recorded them), or nullptr: valid while no object went away
+// (none can have taken its base) and the loader reports its counters.  A
+// walk lists the objects in the same order again, so each lookup tries the
+// one after the last found first; an object new to this walk is looked for
+// among them all.  Inside the walk: no allocation.
 class KnownFinder {
 public:
     KnownFinder(std::span<KnownObject> known, unsigned long long known_subs) : known_(known), subs_(known_subs) {}
     KnownObject* operator()(std::uintptr_t base, const host::LoadCounters& now) {
-        if (now.adds == 0 || now.subs != subs_) return nullptr;
-        for (std::size_t i : {last_ - 1, last_ + 1})
-            if (i < known_.size() && known_[i].base == base) return take(i);
-        auto it = std::lower_bound(known_.begin(), known_.end(), base,
-                                   [](const KnownObject& k, std::uintptr_t b) { return k.base < b; });
-        return it != known_.end() && it->base == base ? take(static_cast<std::size_t>(it - known_.begin())) : nullptr;
+        if (known_.empty() || now.adds == 0 || now.subs != subs_) return nullptr;
+        if (next_ < known_.size() && known_[next_].base == base) return take(next_);
+        for (std::size_t i = 0; i < known_.size(); ++i)
+            if (known_[i].base == base) return take(i);
+        return nullptr;
     }
 
 private:
     KnownObject* take(std::size_t i) {
-        last_ = i;
+        next_ = i + 1;
         return &known_[i];
     }
     std::span<KnownObject> known_;
     unsigned long long subs_;
-    std::size_t last_ = static_cast<std::size_t>(-2);  // none: both neighbours out of range
+    std::size_t next_ = 0;
 };
 
-// An object scanned before: only its wanted slots are read again.
-void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vector<KnownHit>& hits, ScanRoom& room) {
+// An object scanned before (the `index`th known): only its wanted slots are
+// read again.
+void rescan_known(const dl_phdr_info& info, const KnownObject& k, std::size_t index, const std::vector<KnownHit>& hits,
+                  ScanRoom& room) {
     if (k.ldshim) room.push_segments(info);
-    if (k.count != 0 && !relocated(info)) {
-        room.half_loaded = true;  // being unloaded by another thread: look again later
-        return;
-    }
-    room.rescanned += room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0});  // seen; what is known of it stays
-    if (k.ldshim || k.count == 0) return;
+    const bool half_loaded = k.count != 0 && !relocated(info);
+    if (half_loaded) room.half_loaded = true;  // being unloaded by another thread: look again later
+    room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0, index, !half_loaded});  // what is known of it stays
+    if (half_loaded || k.ldshim || k.count == 0) return;
     ObjectImports obj(info);
     std::size_t name = host::ScratchText::npos;
     for (std::size_t i = k.first; i < k.first + k.count; ++i)
@@ -397,15 +393,29 @@ void rescan_known(const dl_phdr_info& info, const KnownObject& k, const std::vec
                   name);
 }
 
+// strcmp(a, b) == 0, by hand: strcmp would be one more libc function to
+// bind at start-up.
+bool same_name(const char* a, const char* b) {
+    while (*a && *a == *b) ++a, ++b;
+    return *a == *b;
+}
+
+// What the preload hands on to the next definition (RTLD_NEXT) before main:
+// glibc's own, unless another object defines it.  (Its dlopen and dlmopen
+// are looked up at their first call, outside every start-up.)
+constexpr ObjectImports::Name kRelayed[] = {{"dlerror", gnu_hash("dlerror")},
+                                            {"__libc_start_main", gnu_hash("__libc_start_main")}};
+
 // An object seen for the first time: its relocations decoded (the names
 // first), the slots the hooks want recorded for the next passes.
 void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
     ObjectImports obj(info);
     if (obj.has_ldshim_marker()) {
         room.push_segments(info);
-        room.scanned.push({info.dlpi_addr, true, 0, 0});
+        room.scanned.push({info.dlpi_addr, true, 0, 0, kNew, false});
         return;
     }
+    if (info.dlpi_addr != room.libc_base && obj.may_define_any(kRelayed)) room.relayed_elsewhere = true;
     const std::size_t first = room.hits.items().size();
     // Whether its relocations are done matters only for the values of its
     // slots, so it is asked at the first slot the hooks want: most objects
@@ -432,13 +442,23 @@ void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
         room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
         return;
     }
-    room.scanned.push({info.dlpi_addr, false, first, room.hits.items().size() - first});
+    room.scanned.push({info.dlpi_addr, false, first, room.hits.items().size() - first, kNew, false});
 }
 
 }  // namespace
 
-// After the walk: the objects scanned for the first time join what is known
-// (all of it replaced when an object went away since the last scan).
+void* Patcher::libc_next(const char* name) {
+    // No lock: a pass's own lookups reach here (decide_locked's dlerror
+    // lands in the preload's, which asks for the next one).
+    if (relayed_.load(std::memory_order_acquire) != Relayed::libc_only) return nullptr;
+    for (const ObjectImports::Name& r : kRelayed)
+        if (same_name(r.name, name)) return host::libc_symbol(name);
+    return nullptr;
+}
+
+// After the walk: what is known, in the walk's order, the objects scanned
+// for the first time included (all of it replaced when an object went away
+// since the last scan).
 void Patcher::remember_locked(const ScanRoom& room) {
     if (room.counters.adds == 0) return;  // no counters: nothing can be known to stay
     if (room.counters.subs != known_subs_) {
@@ -446,25 +466,21 @@ void Patcher::remember_locked(const ScanRoom& room) {
         known_hits_.clear();
         known_subs_ = room.counters.subs;
     }
-    const std::size_t had = known_.size();
-    // Room for the new objects first: find_known holds the known ones by
-    // address while new ones are appended (an object loaded into another
-    // namespace may come after them), and one allocation replaces a growth
-    // that copied the list each time it doubled.
-    known_.reserve(had + room.scanned.items().size() - room.rescanned);
-    KnownFinder find_known({known_.data(), had}, known_subs_);
+    std::vector<KnownObject> now;
+    now.reserve(room.scanned.items().size());
     for (const RawObject& o : room.scanned.items()) {
-        if (KnownObject* k = find_known(o.base, room.counters)) {
-            k->visited = generation_;
+        if (o.known != kNew) {
+            now.push_back(known_[o.known]);
+            if (o.looked) now.back().visited = generation_;
             continue;
         }
-        known_.push_back({o.base, o.ldshim, known_hits_.size(), o.count, generation_});
+        now.push_back({o.base, o.ldshim, known_hits_.size(), o.count, generation_});
         for (std::size_t i = o.first; i < o.first + o.count; ++i) {
             const RawHit& h = room.hits.items()[i];
             known_hits_.push_back({h.slot, h.id, room.string_at(h.version)});
         }
     }
-    merge_tail(known_, had, [](const KnownObject& x, const KnownObject& y) { return x.base < y.base; });
+    known_.swap(now);
 }
 
 Patcher::Scan Patcher::scan_locked() {
@@ -475,15 +491,18 @@ Patcher::Scan Patcher::scan_locked() {
     host::LoadCounters c = host::load_counters();
     scan_room_ = std::max<std::size_t>(scan_room_, c.adds - c.subs + 16);
     KnownFinder find_known(known_, known_subs_);
+    room.libc_base = host::libc_load_address();
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
         const KnownObject* k = find_known(info.dlpi_addr, now);
+        const std::size_t index = k ? static_cast<std::size_t>(k - known_.data()) : kNew;
         if (k && k->visited == generation_) {
             // Scanned since the last full pass: only ldshim's own segments are
             // listed again.
             if (k->ldshim) room.push_segments(info);
+            room.scanned.push({info.dlpi_addr, k->ldshim, 0, 0, index, false});
         } else if (k) {
-            rescan_known(info, *k, known_hits_, room);
+            rescan_known(info, *k, index, known_hits_, room);
         } else {
             scan_new(info, flags_, room);
         }
@@ -494,6 +513,9 @@ Patcher::Scan Patcher::scan_locked() {
     adds_ = room.counters.adds;
     subs_ = room.counters.subs;
     retry_ = room.half_loaded;
+    if (relayed_.load(std::memory_order_relaxed) != Relayed::elsewhere)
+        relayed_.store(room.relayed_elsewhere || !room.libc_base ? Relayed::elsewhere : Relayed::libc_only,
+                       std::memory_order_release);
     ldshim_ranges_.clear();
     ldshim_ranges_.reserve(room.ldshim.items().size());
     for (const Segment& g : room.ldshim.items()) ldshim_ranges_.push_back({g.lo, g.hi});

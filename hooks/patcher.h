@@ -8,10 +8,12 @@
 #pragma once
 
 #include "hooks/arch.h"
+#include "host/futex_mutex.h"
 #include "host/libc.h"
 
 #include <link.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -48,6 +50,12 @@ public:
     static Patcher& instance();
     // The instance if it was built, else nullptr (never builds it).
     static Patcher* existing();
+    // glibc's own definition of `name` -- one of the loader entry points
+    // libldshim_preload.so hands on with RTLD_NEXT -- when that is what
+    // RTLD_NEXT finds: a pass has looked at every loaded object, and none
+    // but libc and ldshim's own may define it (their Bloom filters say no).
+    // Else null.  Costs no lookup through the loaded objects, as dlsym does.
+    void* libc_next(const char* name);
     // fork(): lib/fork_handlers.cc holds the engine's and the log's locks
     // across it.
     void fork_prepare();
@@ -95,6 +103,7 @@ private:
     // full: rescan every object (after an unload); patch: false only prunes
     // the records of slots that no longer hold a hook.
     void pass_locked(bool full, bool patch = true);
+    bool nothing_new_locked(unsigned flags) const;
     // The steps of a pass.  Only scan_locked and the writes walk the loaded
     // objects (under the loader's lock, without allocating); the decisions
     // between them make lookups (dlsym, dladdr) that take that lock.
@@ -106,19 +115,23 @@ private:
     // Rebuilds the table loader_next() reads, after a pass.
     void publish_loader_targets_locked();
 
-    std::mutex mu_;
+    host::FutexMutex mu_;  // taken at every start-up: no libc lock (host/futex_mutex.h)
     bool installed_ = false;
     bool pinned_ = false;  // libldshim made undeletable (before its first hook is written)
     unsigned flags_ = 0;   // the LDSHIM_HOOK_* sets installed so far
     unsigned long long adds_ = 0, subs_ = 0;
     bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
+    // What the scans have seen of the names libc_next answers: nothing yet,
+    // only libc's definitions, or an object besides libc that may define one.
+    enum class Relayed { unknown, libc_only, elsewhere };
+    std::atomic<Relayed> relayed_{Relayed::unknown};
     // A full pass starts a new generation; an incremental pass skips the
     // objects visited in the current one (KnownObject::visited).
     unsigned long long generation_ = 1;
     // What scans learnt of the objects (for the sets in flags_): a full pass
     // reads only their wanted slots again.  All of it is forgotten once an
     // object goes away (another may take its base).
-    std::vector<KnownObject> known_;  // sorted by base
+    std::vector<KnownObject> known_;  // in the order of the walks
     std::vector<KnownHit> known_hits_;
     unsigned long long known_subs_ = ~0ull;              // the loader's sub counter they hold for
     std::unordered_map<std::uintptr_t, Patch> patches_;  // by slot

@@ -82,6 +82,7 @@ public:
         return nullptr;
     }
     std::uintptr_t address(const ElfW(Sym) & sym) const { return base_ + sym.st_value; }
+    std::uintptr_t base() const { return base_; }
 
 private:
     // d_ptr values: run-time addresses once glibc has relocated them.
@@ -185,6 +186,11 @@ void* libc_symbol(const char* name) {
         const ElfW(Sym)* sym = unhidden(table, name);
         return sym ? reinterpret_cast<void*>(table.address(*sym)) : nullptr;
     });
+}
+
+std::uintptr_t libc_load_address() {
+    return reinterpret_cast<std::uintptr_t>(
+        with_libc_table([](const GnuHash& table) { return reinterpret_cast<void*>(table.base()); }));
 }
 
 bool exported_at(const void* addr, const char* name) {

@@ -8,6 +8,7 @@
 #include <link.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ldshim::host {
 
@@ -35,6 +36,9 @@ dlvsym_fn libc_dlvsym_function();
 // The function libc defines as `name`, as dlsym(libc's handle, name) finds
 // it, or nullptr.
 void* libc_symbol(const char* name);
+// libc's load address (its link map's l_addr) where libc_symbol can read its
+// table, else 0.
+std::uintptr_t libc_load_address();
 // Whether the object that holds `addr` exports a function `name` at exactly
 // that address (in any version), as its hash table says: then dladdr would
 // name it too.  False says nothing: dladdr also names the canonical PLT entry

@@ -4,6 +4,7 @@
 // dlsym); what it does lives here.
 #include "lib/preload_ops.h"
 
+#include "hooks/patcher.h"
 #include "host/libc.h"
 #include "host/settings.h"
 
@@ -86,6 +87,11 @@ void* ucm_next(ldshim_dlopen_fn next_dlopen, const char* file, int mode) {
     return ucm(file, mode);
 }
 
+void* libc_next(const char* name) {
+    ldshim::hooks::Patcher* patcher = ldshim::hooks::Patcher::existing();
+    return patcher ? patcher->libc_next(name) : nullptr;
+}
+
 // Constant: relocated with the library (its own functions bind to
 // themselves: -Bsymbolic-functions), usable before any constructor runs.
 constexpr ldshim_preload_ops kOps = {
@@ -100,6 +106,7 @@ constexpr ldshim_preload_ops kOps = {
     ldshim_dlerror_via,
     ldshim_dlopen_via,
     ucm_next,
+    libc_next,
 };
 
 }  // namespace

@@ -49,6 +49,11 @@ struct ldshim_preload_ops {
     // What the preload's ucm_dlopen goes on to: libucm's own ucm_dlopen,
     // handed an absolute path, or `next_dlopen` without UCX.
     void* (*ucm_next)(ldshim_dlopen_fn next_dlopen, const char* file, int mode);
+    // glibc's own definition of `name` (dlerror, __libc_start_main: the ones
+    // looked up at every start-up) where that is what RTLD_NEXT from the
+    // preload finds (hooks/patcher.h: libc_next), else null: then the
+    // preload asks dlsym, a lookup through every loaded object.
+    void* (*libc_next)(const char* name);
 };
 
 [[gnu::visibility("default")]] const ldshim_preload_ops* ldshim_get_preload_ops(void);

@@ -40,10 +40,11 @@ const ldshim_preload_ops* whole() {
     return o.size >= sizeof(ldshim_preload_ops) ? &o : nullptr;
 }
 
-// The next definitions in symbol order, looked up on first use with glibc's
-// own dlsym called from here: idempotent, so a race or a call from inside
-// another tool's start-up only repeats the lookup.  (No function-local
-// statics: their guards abort on recursion.)
+// The next definitions in symbol order, looked up on first use: glibc's own
+// where libldshim's pass saw nothing else that may define the name, else
+// with glibc's own dlsym called from here.  Idempotent, so a race or a call
+// from inside another tool's start-up only repeats the lookup.  (No
+// function-local statics: their guards abort on recursion.)
 std::atomic<ldshim_dlopen_fn> g_next_dlopen{nullptr};
 std::atomic<ldshim_dlmopen_fn> g_next_dlmopen{nullptr};
 std::atomic<dlerror_fn> g_next_dlerror{nullptr};
@@ -51,6 +52,7 @@ std::atomic<dlerror_fn> g_next_dlerror{nullptr};
 template <class Fn>
 Fn next_symbol(std::atomic<Fn>& slot, const char* name) {
     Fn f = slot.load(std::memory_order_acquire);
+    if (const ldshim_preload_ops* o = f ? nullptr : whole()) f = reinterpret_cast<Fn>(o->libc_next(name));
     if (!f) {
         ldshim_dlsym_fn dlsym = ops().dlsym();
         f = dlsym ? reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name)) : nullptr;
@@ -65,14 +67,14 @@ dlerror_fn next_dlerror() { return next_symbol(g_next_dlerror, "dlerror"); }
 // Where a ucm_dlopen call goes on to, once resolved.
 void* ucm_next(const char* file, int mode) { return ops().ucm_next(next_dlopen(), file, mode); }
 
-// Looks the next dlerror up before main (dlsym() clears the pending
-// dlerror() state, so it must not run for the first time inside dlerror();
-// dlopen and dlmopen clear it themselves, so theirs are looked up at their
-// first call: a process that never calls them never pays for the lookups),
-// then lets libldshim put ldshim in front of every dlopen slot.
+// Lets libldshim put ldshim in front of every dlopen slot, then looks the
+// next dlerror up before main: dlsym() clears the pending dlerror() state,
+// so it must not run for the first time inside dlerror().  (dlopen and
+// dlmopen clear it themselves, so theirs are looked up at their first call:
+// a process that never calls them never pays for the lookups.)
 [[gnu::constructor]] void start() {
-    next_dlerror();
     if (const ldshim_preload_ops* o = whole()) o->start();
+    next_dlerror();
 }
 
 }  // namespace
@@ -144,12 +146,14 @@ __attribute__((visibility("default"))) int __libc_start_main(int (*main)(int, ch
                                                              void (*init)(), void (*fini)(), void (*rtld_fini)(),
                                                              void* stack_end) {
     const ldshim_preload_ops& o = ops();
-    ldshim_dlsym_fn dlsym = o.dlsym();
-    auto real = dlsym ? reinterpret_cast<ldshim_start_main_fn>(dlsym(RTLD_NEXT, "__libc_start_main")) : nullptr;
+    const ldshim_preload_ops* whole_table = whole();
+    auto real =
+        whole_table ? reinterpret_cast<ldshim_start_main_fn>(whole_table->libc_next("__libc_start_main")) : nullptr;
+    ldshim_dlsym_fn dlsym = real ? nullptr : o.dlsym();
+    if (dlsym) real = reinterpret_cast<ldshim_start_main_fn>(dlsym(RTLD_NEXT, "__libc_start_main"));
     ldshim_dlvsym_fn dlvsym = real ? nullptr : o.dlvsym();
     if (dlvsym) real = reinterpret_cast<ldshim_start_main_fn>(dlvsym(RTLD_NEXT, "__libc_start_main", "GLIBC_2.34"));
-    if (const ldshim_preload_ops* whole_table = whole())
-        return whole_table->start_main(real, main, argc, argv, init, fini, rtld_fini, stack_end);
+    if (whole_table) return whole_table->start_main(real, main, argc, argv, init, fini, rtld_fini, stack_end);
     if (!real) __builtin_trap();  // no libc to start the program with, and no libldshim to say so
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -94,6 +94,54 @@ TEST_F(StartupScan, NameFirstScanFindsTheNamesThePatcherAsksForAsTheFullDecoderD
     EXPECT_GE(hits, 3u);
 }
 
+// ObjectImports::may_define_any (the Bloom filter, then the hash chain and
+// the name) says yes for every name dlsym finds defined in the object, and
+// no for a name nothing defines, wherever the object has a GNU hash table.
+TEST_F(StartupScan, HashTableSaysAnObjectMayDefineEveryNameDlsymFindsInIt) {
+    struct Object {
+        std::string name;
+        std::uintptr_t base;
+        std::vector<bool> may;  // one per name of kNames
+    };
+    static const char* const kNames[] = {
+        "dlerror", "__libc_start_main",      "dlopen", "malloc", "zlibVersion", "elf_version", "SSL_new",
+        "main",    "ldshim_no_such_function"};
+    std::vector<Object> objects;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            ObjectImports obj(*info);
+            Object o{info->dlpi_name, info->dlpi_addr, {}};
+            for (const char* n : kNames) {
+                const ObjectImports::Name one[] = {{n, ldshim::hooks::gnu_hash(n)}};
+                o.may.push_back(obj.may_define_any(one));
+            }
+            static_cast<std::vector<Object>*>(data)->push_back(std::move(o));
+            return 0;
+        },
+        &objects);
+    std::size_t defined = 0, refused = 0;
+    for (const Object& o : objects) {
+        void* h = dlopen(o.name.empty() ? nullptr : o.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        for (std::size_t i = 0; i < std::size(kNames); ++i) {
+            Dl_info where{};
+            void* sym = dlsym(h, kNames[i]);
+            const bool here = sym && dladdr(sym, &where) && reinterpret_cast<std::uintptr_t>(where.dli_fbase) == o.base;
+            if (here) {
+                EXPECT_TRUE(o.may[i]) << o.name << " defines " << kNames[i];
+                ++defined;
+            }
+        }
+        if (!o.may.back()) ++refused;
+        if (o.name.ends_with("/" LIBC_SO)) {
+            EXPECT_FALSE(o.may.back()) << "libc, a name nothing defines";
+        }
+        dlclose(h);
+    }
+    EXPECT_GE(defined, 4u);  // libc's dlerror, __libc_start_main, dlopen, malloc at least
+    EXPECT_GE(refused, 4u);  // libc, libstdc++, libgtest, the loader at least
+}
+
 // Before glibc 2.35 (no lock-free _dl_find_object) the tables cannot be
 // read: every answer is "cannot tell" (nullptr, false) and glibc is asked.
 TEST(LibcSymbols, HashTableLookupAgreesWithDlsymOnLibcsHandle) {

@@ -238,6 +238,54 @@ TEST(Guest, a_preload_met_by_an_older_library_passes_every_call_through) {
     EXPECT_EQ(run(old + " LDSHIM_DEBUG=1"), loaded) << "no libldshim of this release: nothing of its own to say";
 }
 
+// The preload hands dlerror and __libc_start_main on to the next definition
+// (RTLD_NEXT).  Where libldshim's pass saw nothing but libc define them it
+// takes libc's own without asking dlsym (hooks/patcher.h: libc_next); a
+// preload after it that defines them still gets the calls, and dlerror
+// asked before the process's first dlopen still reports a failed dlsym.
+TEST(Guest, dlerror_and_libc_start_main_go_on_to_the_next_definition_after_the_preload) {
+    Tree t;
+    t.write("wrap.c",
+            "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stdio.h>\n"
+            "typedef int (*start_fn)(int (*)(int, char**, char**), int, char**, void (*)(void), void (*)(void),\n"
+            "                        void (*)(void), void*);\n"
+            "static char* (*next_dlerror)(void);\n"
+            "__attribute__((constructor)) static void init(void) {\n"
+            "  next_dlerror = (char* (*)(void))dlsym(RTLD_NEXT, \"dlerror\");\n}\n"
+            "char* dlerror(void) {\n"
+            "  static char buf[512];\n"
+            "  char* e = next_dlerror ? next_dlerror() : 0;\n"
+            "  if (!e) return 0;\n"
+            "  snprintf(buf, sizeof buf, \"wrapped: %s\", e);\n  return buf;\n}\n"
+            "int __libc_start_main(int (*m)(int, char**, char**), int argc, char** argv, void (*i)(void),\n"
+            "                      void (*f)(void), void (*r)(void), void* s) {\n"
+            "  start_fn next = (start_fn)dlsym(RTLD_NEXT, \"__libc_start_main\");\n"
+            "  puts(\"wrapped start\");\n"
+            "  return next(m, argc, argv, i, f, r, s);\n}\n");
+    t.write("prog.c",
+            "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stdio.h>\n"
+            "int main(void) {\n"
+            "  void* s = dlsym(RTLD_DEFAULT, \"no_such_symbol_anywhere\");\n"
+            "  const char* e = dlerror();\n"
+            "  printf(\"%s\\n\", s ? \"found\" : e ? e : \"no error\");\n  return 0;\n}\n");
+    ASSERT_EQ(sh(FIXTURE_CC " -shared -fPIC -o " + quote(t.abs("libwrap.so")) + " " + quote(t.abs("wrap.c")) + " -ldl"),
+              0);
+    ASSERT_EQ(sh(FIXTURE_CC " -o " + quote(t.abs("prog")) + " " + quote(t.abs("prog.c")) + " -ldl"), 0);
+    std::string out = t.abs(".out/run");
+    auto run = [&](const std::string& preload) {
+        int rc = sh("env LD_PRELOAD=" + quote(preload) + " " + quote(t.abs("prog")) + " > " + quote(out) + " 2>&1");
+        return std::to_string(rc) + ": " + read_file(out);
+    };
+    const std::string wrap = t.abs("libwrap.so");
+    const std::string wrapped = run(wrap);
+    ASSERT_NE(wrapped.find("wrapped start\nwrapped: "), std::string::npos) << "the layout itself: " << wrapped;
+    ASSERT_NE(wrapped.find("no_such_symbol_anywhere"), std::string::npos) << wrapped;
+    const std::string plain = run("");
+    ASSERT_NE(plain.find("no_such_symbol_anywhere"), std::string::npos) << plain;
+    EXPECT_EQ(run(PRELOAD_LIB_PATH), plain) << "only libc defines them";
+    EXPECT_EQ(run(std::string(PRELOAD_LIB_PATH) + ":" + wrap), wrapped) << "a preload after ldshim defines them";
+}
+
 // libldshim links no start files (lib/start_files.cc): a program that loads
 // it with dlopen and unloads it with dlclose still gets its destructors run
 // and its fork handler removed before its code goes, as crtbeginS.o's entry
