@@ -52,12 +52,13 @@ std::atomic<dlerror_fn> g_next_dlerror{nullptr};
 template <class Fn>
 Fn next_symbol(std::atomic<Fn>& slot, const char* name) {
     Fn f = slot.load(std::memory_order_acquire);
-    if (const ldshim_preload_ops* o = f ? nullptr : whole()) f = reinterpret_cast<Fn>(o->libc_next(name));
+    if (f) return f;
+    if (const ldshim_preload_ops* o = whole()) f = reinterpret_cast<Fn>(o->libc_next(name));
     if (!f) {
         ldshim_dlsym_fn dlsym = ops().dlsym();
         f = dlsym ? reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name)) : nullptr;
-        if (f) slot.store(f, std::memory_order_release);
     }
+    if (f) slot.store(f, std::memory_order_release);
     return f;
 }
 ldshim_dlopen_fn next_dlopen() { return next_symbol(g_next_dlopen, "dlopen"); }
