@@ -143,14 +143,24 @@ phase_done
 
 # ---- Build dependencies, then the packages -----------------------------------
 phase "build dependencies"
+# A cross build also needs the host's pkg-config under its triplet's name
+# (debhelper's meson cross file names it), which pkgconf:ARCH installs:
+# dpkg-checkbuilddeps counts the build machine's pkg-config as enough, so
+# where every other dependency is already there nothing installs it.
+cross_pkg_config_missing() {
+    [ -n "$cross" ] && ! command -v "$(dpkg-architecture -a"$cross" -qDEB_HOST_GNU_TYPE 2>/dev/null)-pkg-config" >/dev/null
+}
 # shellcheck disable=SC2086 # no word or "-a arm64"
-if ! (cd "$work/ldshim" && dpkg-checkbuilddeps ${cross:+-a $cross}) 2>/dev/null; then
+if cross_pkg_config_missing || ! (cd "$work/ldshim" && dpkg-checkbuilddeps ${cross:+-a $cross}) 2>/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     [ -z "$cross" ] || dpkg --print-foreign-architectures | grep -qx "$cross" || dpkg --add-architecture "$cross"
     apt-get update -qq
     # shellcheck disable=SC2086
     apt-get build-dep -y -qq ${cross:+-a $cross} "$work/ldshim" >/dev/null ||
         fail "cannot install the build dependencies"
+    if cross_pkg_config_missing; then
+        apt-get install -y -qq "pkgconf:$cross" >/dev/null || fail "cannot install pkgconf:$cross"
+    fi
 fi
 phase_done
 
