@@ -40,7 +40,7 @@ public:
             if (addr >= loads_[i].lo && addr <= loads_[i].hi && len <= loads_[i].hi - addr) return true;
         return false;
     }
-    // A name and its GNU hash (gnu_hash()).
+    // A name and its GNU hash (loader::gnu_hash()).
     struct Name {
         const char* name;
         std::uint32_t hash;
@@ -224,13 +224,6 @@ inline ObjectImports::GnuHashTable ObjectImports::gnu_hash_table() const {
     t.nbuckets = nbuckets;
     t.symoffset = h[1];
     return t;
-}
-
-// The GNU hash of a symbol name (DT_GNU_HASH's, as the loader computes it).
-constexpr std::uint32_t gnu_hash(const char* name) {
-    std::uint32_t h = 5381;
-    for (; *name; ++name) h = h * 33 + static_cast<unsigned char>(*name);
-    return h;
 }
 
 // Whether the object's relocations are done, so its slots hold real values.

@@ -403,8 +403,8 @@ bool same_name(const char* a, const char* b) {
 // What the preload hands on to the next definition (RTLD_NEXT) before main:
 // glibc's own, unless another object defines it.  (Its dlopen and dlmopen
 // are looked up at their first call, outside every start-up.)
-constexpr ObjectImports::Name kRelayed[] = {{"dlerror", gnu_hash("dlerror")},
-                                            {"__libc_start_main", gnu_hash("__libc_start_main")}};
+constexpr ObjectImports::Name kRelayed[] = {{"dlerror", loader::gnu_hash("dlerror")},
+                                            {"__libc_start_main", loader::gnu_hash("__libc_start_main")}};
 
 // An object seen for the first time: its relocations decoded (the names
 // first), the slots the hooks want recorded for the next passes.

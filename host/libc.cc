@@ -2,6 +2,7 @@
 
 #include "host/find_object.h"
 #include "host/loaded_objects.h"
+#include "loader/loaded_extent.h"
 
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -63,8 +64,7 @@ public:
     template <class Accept>
         const ElfW(Sym) * find(const char* name, Accept&& accept) const {
         if (!buckets_) return nullptr;
-        std::uint32_t hv = 5381;
-        for (const char* c = name; *c; ++c) hv = hv * 33 + static_cast<unsigned char>(*c);
+        const std::uint32_t hv = loader::gnu_hash(name);
         const std::uint32_t nbuckets = h_[0], symoffset = h_[1];
         const std::uint32_t* chain = buckets_ + nbuckets;
         for (std::uint32_t i = buckets_[hv % nbuckets]; i >= symoffset; ++i) {

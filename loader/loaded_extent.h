@@ -75,4 +75,13 @@ struct LoadedExtent {
     }
 };
 
+// The GNU hash of a symbol name (DT_GNU_HASH's, as the loader computes it),
+// for the readers of loaded objects' hash tables (host/libc.cc,
+// hooks/object_scan.h).
+constexpr std::uint32_t gnu_hash(const char* name) {
+    std::uint32_t h = 5381;
+    for (; *name; ++name) h = h * 33 + static_cast<unsigned char>(*name);
+    return h;
+}
+
 }  // namespace ldshim::loader

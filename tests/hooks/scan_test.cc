@@ -112,7 +112,7 @@ TEST_F(StartupScan, HashTableSaysAnObjectMayDefineEveryNameDlsymFindsInIt) {
             ObjectImports obj(*info);
             Object o{info->dlpi_name, info->dlpi_addr, {}};
             for (const char* n : kNames) {
-                const ObjectImports::Name one[] = {{n, ldshim::hooks::gnu_hash(n)}};
+                const ObjectImports::Name one[] = {{n, ldshim::loader::gnu_hash(n)}};
                 o.may.push_back(obj.may_define_any(one));
             }
             static_cast<std::vector<Object>*>(data)->push_back(std::move(o));
