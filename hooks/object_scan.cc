@@ -179,25 +179,23 @@ bool ObjectImports::plainly_writable(std::uintptr_t addr) const {
 }
 
 bool ObjectImports::in_chain(const Name& n, const GnuHashTable& t) const {
-    std::uint32_t i = t.buckets[n.hash % t.nbuckets];
-    if (i == 0) return false;  // an empty bucket
-    if (i < t.symoffset) return true;
-    const std::uint32_t* chain = t.buckets + t.nbuckets - t.symoffset;
-    for (;; ++i) {
-        if (!contains(reinterpret_cast<std::uintptr_t>(chain + i), sizeof(std::uint32_t))) return true;
-        const std::uint32_t link = chain[i];
-        if ((link | 1) == (n.hash | 1)) {
-            const auto sp = reinterpret_cast<std::uintptr_t>(symtab_) + std::uintptr_t{i} * syment_;
-            if (!symtab_ || !contains(sp, sizeof(ElfW(Sym)))) return true;
-            const auto& sym = *reinterpret_cast<const ElfW(Sym)*>(sp);
-            std::size_t k = sym.st_name;
-            const char* b = n.name;
-            while (k < strsz_ && *b && strtab_[k] == *b) ++k, ++b;
-            if (k >= strsz_) return true;
-            if (*b == '\0' && strtab_[k] == '\0' && sym.st_shndx != SHN_UNDEF) return true;
-        }
-        if (link & 1) return false;
-    }
+    auto readable = [this](const void* p, std::size_t len) {
+        return contains(reinterpret_cast<std::uintptr_t>(p), len);
+    };
+    auto test = [&](std::uint32_t i) {
+        const auto sp = reinterpret_cast<std::uintptr_t>(symtab_) + std::uintptr_t{i} * syment_;
+        if (!symtab_ || !contains(sp, sizeof(ElfW(Sym)))) return loader::ChainResult::unreadable;
+        const auto& sym = *reinterpret_cast<const ElfW(Sym)*>(sp);
+        std::size_t k = sym.st_name;
+        const char* b = n.name;
+        while (k < strsz_ && *b && strtab_[k] == *b) ++k, ++b;
+        if (k >= strsz_) return loader::ChainResult::unreadable;
+        return *b == '\0' && strtab_[k] == '\0' && sym.st_shndx != SHN_UNDEF ? loader::ChainResult::found
+                                                                             : loader::ChainResult::absent;
+    };
+    // A table that cannot be read to the end says "maybe".
+    return loader::search_gnu_chain(t.buckets, t.nbuckets, t.symoffset, n.hash, readable, test) !=
+           loader::ChainResult::absent;
 }
 
 const char* ObjectImports::version_name(std::uint32_t sym) const {

@@ -64,22 +64,23 @@ public:
     template <class Accept>
         const ElfW(Sym) * find(const char* name, Accept&& accept) const {
         if (!buckets_) return nullptr;
-        const std::uint32_t hv = loader::gnu_hash(name);
-        const std::uint32_t nbuckets = h_[0], symoffset = h_[1];
-        const std::uint32_t* chain = buckets_ + nbuckets;
-        for (std::uint32_t i = buckets_[hv % nbuckets]; i >= symoffset; ++i) {
-            const std::uint32_t* link = chain + (i - symoffset);
+        const ElfW(Sym)* hit = nullptr;
+        auto readable = [this](const void* p, std::size_t len) {
+            return at(reinterpret_cast<std::uintptr_t>(p), len) != 0;
+        };
+        auto test = [&](std::uint32_t i) {
             auto* sym = reinterpret_cast<const ElfW(Sym)*>(
                 at(symtab_ + std::uintptr_t{i} * sizeof(ElfW(Sym)), sizeof(ElfW(Sym))));
-            if (!at(reinterpret_cast<std::uintptr_t>(link), 4) || !sym) return nullptr;
-            if ((*link | 1) == (hv | 1) && sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
-                sym->st_name < strsz_ &&
-                spells(reinterpret_cast<const char*>(strtab_) + sym->st_name, strsz_ - sym->st_name, name) &&
-                accept(*sym, version_index(i)))
-                return sym;
-            if (*link & 1) break;
-        }
-        return nullptr;
+            if (!sym) return loader::ChainResult::unreadable;
+            if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_name >= strsz_ ||
+                !spells(reinterpret_cast<const char*>(strtab_) + sym->st_name, strsz_ - sym->st_name, name) ||
+                !accept(*sym, version_index(i)))
+                return loader::ChainResult::absent;
+            hit = sym;
+            return loader::ChainResult::found;
+        };
+        loader::search_gnu_chain(buckets_, h_[0], h_[1], loader::gnu_hash(name), readable, test);
+        return hit;
     }
     std::uintptr_t address(const ElfW(Sym) & sym) const { return base_ + sym.st_value; }
     std::uintptr_t base() const { return base_; }

@@ -84,4 +84,34 @@ constexpr std::uint32_t gnu_hash(const char* name) {
     return h;
 }
 
+// What a search of one DT_GNU_HASH chain came to.
+enum class ChainResult { found, absent, unreadable };
+
+// The loader's search of the chain of `hash`'s bucket, for both readers of
+// loaded objects' tables: each brings its own bounds check and its own test
+// of a symbol.  `buckets` points at the table's `nbuckets` bucket words (the
+// caller checked them); the chain follows them, one word per hashed symbol
+// from `symoffset` on.  readable(p, n): whether n bytes at p may be read.
+// test(i) is asked about each symbol i whose chain word matches the hash
+// (its low bit aside) and answers found, absent (the search goes on) or
+// unreadable.  A bucket that points below `symoffset`, or a chain that
+// runs off the readable memory, is unreadable.
+template <class Readable, class Test>
+ChainResult search_gnu_chain(const std::uint32_t* buckets, std::uint32_t nbuckets, std::uint32_t symoffset,
+                             std::uint32_t hash, Readable&& readable, Test&& test) {
+    const std::uint32_t first = buckets[hash % nbuckets];
+    if (first == 0) return ChainResult::absent;  // an empty bucket
+    if (first < symoffset) return ChainResult::unreadable;
+    const std::uint32_t* chain = buckets + nbuckets;
+    for (std::uint32_t i = first;; ++i) {
+        const std::uint32_t* word = chain + (i - symoffset);
+        if (!readable(word, sizeof *word)) return ChainResult::unreadable;
+        if ((*word | 1) == (hash | 1)) {
+            const ChainResult r = test(i);
+            if (r != ChainResult::absent) return r;
+        }
+        if (*word & 1) return ChainResult::absent;  // the chain's last symbol
+    }
+}
+
 }  // namespace ldshim::loader
