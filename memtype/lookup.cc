@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -188,11 +189,28 @@ __attribute__((target("avx2,popcnt"))) Info find_avx2(std::uintptr_t r, std::uin
 }
 #endif
 
+#if defined(__x86_64__)
+// What the processor has and the kernel saves across a switch, as libgcc's
+// __builtin_cpu_supports answers it (the feature bits, and XCR0 for the
+// vector registers' state), read here: __builtin_cpu_supports would link
+// libgcc's CPU model, whose constructor every process that preloads ldshim
+// would run at start-up.
+bool x86_has(Isa isa) noexcept {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_POPCNT) || !(c & bit_OSXSAVE) || !(c & bit_AVX)) return false;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    const bool ymm = (xcr0_lo & 0x06) == 0x06;  // SSE and AVX state
+    const bool zmm = (xcr0_lo & 0xe6) == 0xe6;  // and the opmask, ZMM_Hi256 and Hi16_ZMM state
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (isa == Isa::avx512) return zmm && (b & bit_AVX512F);
+    return isa == Isa::avx2 && ymm && (b & bit_AVX2);
+}
+#endif
+
 bool cpu_has(Isa isa) noexcept {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (isa == Isa::avx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
-    if (isa == Isa::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    if (isa != Isa::scalar) return x86_has(isa);
 #endif
     return isa == Isa::scalar;
 }

@@ -405,6 +405,21 @@ TEST(Memtype, every_search_version_gives_the_same_answers) {
     }
 }
 
+#if defined(__x86_64__)
+// The search versions the CPU is said to run are the ones the compiler's
+// runtime says it supports (memtype reads cpuid and XCR0 itself, so that
+// libldshim links no CPU-model constructor).
+TEST(Memtype, the_search_versions_offered_are_those_the_cpu_and_kernel_support) {
+    const detail::Isa before = detail::current_isa();
+    __builtin_cpu_init();
+    const bool popcnt = __builtin_cpu_supports("popcnt");
+    EXPECT_EQ(detail::use_isa(detail::Isa::avx2), popcnt && __builtin_cpu_supports("avx2"));
+    EXPECT_EQ(detail::use_isa(detail::Isa::avx512), popcnt && __builtin_cpu_supports("avx512f"));
+    EXPECT_TRUE(detail::use_isa(detail::Isa::scalar));
+    detail::use_isa(before);
+}
+#endif
+
 // Built in address order, as allocators hand out memory, the tree packs its
 // leaves: the per-range cost the benchmark prints.
 TEST(Memtype, ascending_build_stays_under_40_bytes_per_range) {
