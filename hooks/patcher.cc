@@ -281,14 +281,16 @@ struct RawCandidate {
 };
 // An object scanned for the first time: whether it is ldshim's, and its
 // wanted slots (hits[first, first + count)).
+// 24 bytes: one per loaded object at every pass.
 struct RawObject {
     std::uintptr_t base;
-    bool ldshim;
-    std::size_t first, count;  // its hits in the room (an object new to the patcher)
-    std::size_t known;         // its index in the patcher's list, or kNew
-    bool looked;               // a known object whose wanted slots this walk read again
+    std::uint32_t first = 0, count = 0;  // its hits in the room (an object new to the patcher)
+    std::uint32_t known;                 // its index in the patcher's list, or kNew
+    bool ldshim = false;
+    bool looked = false;  // a known object whose wanted slots this walk read again
 };
-constexpr std::size_t kNew = static_cast<std::size_t>(-1);
+constexpr std::uint32_t kNew = static_cast<std::uint32_t>(-1);
+static_assert(sizeof(RawObject) == 24);
 struct RawHit {
     std::uintptr_t slot;
     int id;
@@ -379,12 +381,15 @@ private:
 
 // An object scanned before (the `index`th known): only its wanted slots are
 // read again.
-void rescan_known(const dl_phdr_info& info, const KnownObject& k, std::size_t index, const std::vector<KnownHit>& hits,
-                  ScanRoom& room) {
+void rescan_known(const dl_phdr_info& info, const KnownObject& k, std::uint32_t index,
+                  const std::vector<KnownHit>& hits, ScanRoom& room) {
     if (k.ldshim) room.push_segments(info);
     const bool half_loaded = k.count != 0 && !relocated(info);
     if (half_loaded) room.half_loaded = true;  // being unloaded by another thread: look again later
-    room.scanned.push({info.dlpi_addr, k.ldshim, 0, 0, index, !half_loaded});  // what is known of it stays
+    room.scanned.push({.base = info.dlpi_addr,
+                       .known = index,
+                       .ldshim = k.ldshim,
+                       .looked = !half_loaded});  // what is known of it stays
     if (half_loaded || k.ldshim || k.count == 0) return;
     ObjectImports obj(info);
     std::size_t name = host::ScratchText::npos;
@@ -412,11 +417,11 @@ void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
     ObjectImports obj(info);
     if (obj.has_ldshim_marker()) {
         room.push_segments(info);
-        room.scanned.push({info.dlpi_addr, true, 0, 0, kNew, false});
+        room.scanned.push({.base = info.dlpi_addr, .known = kNew, .ldshim = true});
         return;
     }
     if (info.dlpi_addr != room.libc_base && obj.may_define_any(kRelayed)) room.relayed_elsewhere = true;
-    const std::size_t first = room.hits.items().size();
+    const auto first = static_cast<std::uint32_t>(room.hits.items().size());
     // Whether its relocations are done matters only for the values of its
     // slots, so it is asked at the first slot the hooks want: most objects
     // have none, and its names and relocations do not change while it is
@@ -442,7 +447,10 @@ void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
         room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
         return;
     }
-    room.scanned.push({info.dlpi_addr, false, first, room.hits.items().size() - first, kNew, false});
+    room.scanned.push({.base = info.dlpi_addr,
+                       .first = first,
+                       .count = static_cast<std::uint32_t>(room.hits.items().size() - first),
+                       .known = kNew});
 }
 
 }  // namespace
@@ -474,7 +482,11 @@ void Patcher::remember_locked(const ScanRoom& room) {
             if (o.looked) now.back().visited = generation_;
             continue;
         }
-        now.push_back({o.base, o.ldshim, known_hits_.size(), o.count, generation_});
+        now.push_back({.base = o.base,
+                       .visited = generation_,
+                       .first = static_cast<std::uint32_t>(known_hits_.size()),
+                       .count = o.count,
+                       .ldshim = o.ldshim});
         for (std::size_t i = o.first; i < o.first + o.count; ++i) {
             const RawHit& h = room.hits.items()[i];
             known_hits_.push_back({h.slot, h.id, room.string_at(h.version)});
@@ -495,12 +507,12 @@ Patcher::Scan Patcher::scan_locked() {
     host::walk_with_room(room, scan_room_, [&](const dl_phdr_info& info, const host::LoadCounters& now) {
         room.counters = now;
         const KnownObject* k = find_known(info.dlpi_addr, now);
-        const std::size_t index = k ? static_cast<std::size_t>(k - known_.data()) : kNew;
+        const std::uint32_t index = k ? static_cast<std::uint32_t>(k - known_.data()) : kNew;
         if (k && k->visited == generation_) {
             // Scanned since the last full pass: only ldshim's own segments are
             // listed again.
             if (k->ldshim) room.push_segments(info);
-            room.scanned.push({info.dlpi_addr, k->ldshim, 0, 0, index, false});
+            room.scanned.push({.base = info.dlpi_addr, .known = index, .ldshim = k->ldshim});
         } else if (k) {
             rescan_known(info, *k, index, known_hits_, room);
         } else {

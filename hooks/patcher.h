@@ -35,9 +35,9 @@ struct KnownHit {
 };
 struct KnownObject {
     std::uintptr_t base;
-    bool ldshim;
-    std::size_t first, count;    // its hits in the patcher's list
     unsigned long long visited;  // the pass generation that last scanned it (0: none)
+    std::uint32_t first, count;  // its hits in the patcher's list
+    bool ldshim;
 };
 
 // What the front entry for dlopen or dlmopen (`id`) must call when reached
