@@ -8,12 +8,16 @@
 # with ldshim:
 #   - instructions, counted by callgrind (stable on a shared machine; perf
 #     stat cannot count them in this VM), with the differences and ratios;
-#   - peak RSS (/usr/bin/time -f %M): min and median of RSS_RUNS runs;
+#   - peak RSS: VmHWM read while the program is stopped at its exit
+#     (bench/exit_rss), min and median of RSS_RUNS runs.  Not
+#     /usr/bin/time -f %M: its ru_maxrss covers whatever the child ran
+#     before its exec too, from counters Linux 6.2 and later fold in
+#     lazily, and is not a short process's own peak;
 #   - wall time: bench/spawn_wall, the three interleaved for WALL_RUNS
 #     rounds, medians and ratios to no preload.
 #   bench/preload_startup.sh                       (BUILD=build by default)
 #   BUILD=build-perf LIBS=400 RELOCS=200000 RSS_RUNS=11 WALL_RUNS=200 bench/preload_startup.sh
-#   QUICK=1 bench/preload_startup.sh    (CI: 100 libraries, 20,000 relocations, few runs)
+#   QUICK=1 bench/preload_startup.sh    (a quick look: 100 libraries, 20,000 relocations, few runs)
 # Targets (issue 34): /bin/true at most +100,000 instructions over no
 # preload; python3 at most +1 %; the 400-library program at most +2 %;
 # peak RSS at most +256 KiB.
@@ -30,8 +34,9 @@ WALL_RUNS=${WALL_RUNS:-200}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 PRELOAD=$BUILD/preload/libldshim_preload.so
 WALL=${WALL:-$BUILD/bench/spawn_wall}
+EXIT_RSS=${EXIT_RSS:-$BUILD/bench/exit_rss}
 PYTHON=${PYTHON:-/usr/bin/python3}
-for f in "$PRELOAD" "$WALL"; do
+for f in "$PRELOAD" "$WALL" "$EXIT_RSS"; do
     [ -e "$f" ] || { echo "preload_startup: $f is missing (build with -Dbench=true)" >&2; exit 1; }
 done
 command -v valgrind >/dev/null || { echo "preload_startup: valgrind is not installed" >&2; exit 1; }
@@ -100,8 +105,10 @@ peak_rss() {
     shift
     n=0
     while [ "$n" -lt "$RSS_RUNS" ]; do
-        LD_PRELOAD=$p /usr/bin/time -f %M -o "$tmp/rss" "$@" >/dev/null 2>&1
-        cat "$tmp/rss"
+        # The larger of the resident set at exit and VmHWM (which is never
+        # smaller, unless the kernel's counters lag behind).
+        "$EXIT_RSS" -o "$tmp/rss" env LD_PRELOAD="$p" "$@" >/dev/null 2>&1 || true
+        awk '{ print ($2 > $1 ? $2 : $1) }' "$tmp/rss"
         n=$((n + 1))
     done | sort -n | awk '{ v[NR] = $1 } END { printf "%d %d\n", v[1], v[int((NR + 1) / 2)] }'
 }
@@ -137,7 +144,7 @@ for f in "$PRELOAD" "$pdir/libldshim.so.0" "$pdir/../lib/libldshim.so.0" "$tmp"/
 done
 
 echo
-echo "peak RSS (KiB, /usr/bin/time -f %M), min / median of $RSS_RUNS runs"
+echo "peak RSS (KiB, VmHWM at exit: bench/exit_rss), min / median of $RSS_RUNS runs"
 printf '%-22s %15s %15s %15s %14s\n' program "no preload" "empty" ldshim "ldshim-none"
 three_ways peak_rss | awk -F'|' '{
     split($2, a, " "); split($3, e, " "); split($4, l, " ")
