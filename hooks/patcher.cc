@@ -309,14 +309,26 @@ struct ScanRoom {
     std::uintptr_t libc_base = 0;    // libc's load address (0: unknown), kept across resets
     bool relayed_elsewhere = false;  // an object but libc may define a relayed name
 
+    host::ScratchBlock block;  // the room of all the lists above
+
+    // Room for `n` objects in every list: the walk's record of each comes
+    // first, the lists most walks leave empty after it.
     void reset(std::size_t n) {
+        block.clear();
+        scanned.place(block, n);
+        ldshim.place(block, n);
+        hits.place(block, n);
+        found.place(block, n);
+        confirmed.place(block, n);
+        text.place(block, n * 64);
+        block.allocate();
+        scanned.reset(block);
+        ldshim.reset(block);
+        hits.reset(block);
+        found.reset(block);
+        confirmed.reset(block);
+        text.reset(block);
         relayed_elsewhere = false;
-        found.reset(n);
-        confirmed.reset(n);
-        scanned.reset(n);
-        hits.reset(n);
-        ldshim.reset(n);
-        text.reset(n * 64);
         half_loaded = false;
     }
     bool overflowed() const {
@@ -533,7 +545,7 @@ Patcher::Scan Patcher::scan_locked() {
     for (const Segment& g : room.ldshim.items()) ldshim_ranges_.push_back({g.lo, g.hi});
     remember_locked(room);
     Scan out;
-    out.confirmed = room.confirmed.items();
+    out.confirmed.assign(room.confirmed.items().begin(), room.confirmed.items().end());
     std::sort(out.confirmed.begin(), out.confirmed.end());
     for (const RawCandidate& r : room.found.items())
         out.found.push_back({r.base, r.slot, r.value, r.id, r.lazy, r.plainly_writable, room.string_at(r.object),

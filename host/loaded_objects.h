@@ -9,7 +9,7 @@
 // holds while it waits for this very walk, and the process hangs.
 //
 // A visitor copies plain data into room reserved before the walk (Scratch,
-// ScratchText) and does everything else after it; a walk that ran out of room
+// ScratchText, in one ScratchBlock) and does everything else after it; a walk that ran out of room
 // is made again with more (walk_with_room).  Data that must outlive the walk
 // but lives in an object's memory is copied, never pointed to: the object may
 // be unloaded as soon as the lock is released.
@@ -55,77 +55,117 @@ struct Segment {
     std::uintptr_t lo, hi;
 };
 
-// Items collected during a walk: push() never allocates.  When the reserved
-// room is full the item is dropped and overflowed() says so; the walk is then
-// made again with more room.
+// Room for a walk's lists (Scratch, ScratchText), reserved before it, in
+// one allocation: a list the walk leaves empty then costs no page, where a
+// block of its own would cost the page its malloc header is written to.
+// Kept for the next walk while large enough.
+class ScratchBlock {
+public:
+    // Starts a new layout: the lists place() themselves after it.
+    void clear() noexcept { size_ = 0; }
+    // Room for `count` items of T after what is laid out so far: its offset.
+    template <class T>
+    std::size_t reserve(std::size_t count) noexcept {
+        size_ = (size_ + alignof(T) - 1) / alignof(T) * alignof(T);
+        size_ += count * sizeof(T);
+        return size_ - count * sizeof(T);
+    }
+    // The block for the layout (operator new's alignment suits every list).
+    void allocate() {
+        if (capacity_ >= size_) return;
+        // Not zeroed: every item is written before it is read.
+        bytes_.reset(new std::byte[size_]);
+        capacity_ = size_;
+    }
+    template <class T>
+    std::span<T> at(std::size_t offset, std::size_t count) noexcept {
+        return {reinterpret_cast<T*>(bytes_.get() + offset), count};
+    }
+
+private:
+    std::unique_ptr<std::byte[]> bytes_;
+    std::size_t size_ = 0, capacity_ = 0;
+};
+
+// Items collected during a walk into room laid out before it in a
+// ScratchBlock: place() each list, allocate() the block, then reset() each.
+// push() never allocates.  When the room is full the item is dropped and
+// overflowed() says so; the walk is then made again with more room.
 template <class T>
 class Scratch {
     static_assert(std::is_trivially_copyable_v<T>, "copied under the loader lock: plain data only");
 
 public:
-    // Room for `room` items, or for all the last walk wanted if that was more.
-    void reset(std::size_t room) {
-        room = std::max(room, items_.size() + dropped_);
-        items_.clear();
-        if (items_.capacity() < room) items_.reserve(room);
-        dropped_ = 0;
+    // Room for `room` items in `block`, or for all the last walk wanted if
+    // that was more.
+    void place(ScratchBlock& block, std::size_t room) noexcept {
+        count_ = std::max(room, size_ + dropped_);
+        offset_ = block.reserve<T>(count_);
+    }
+    // Empty, in the room placed, of the block allocated since.
+    void reset(ScratchBlock& block) noexcept {
+        room_ = block.at<T>(offset_, count_);
+        size_ = dropped_ = 0;
     }
     bool push(const T& item) noexcept {
-        if (items_.size() == items_.capacity()) {
+        if (size_ == room_.size()) {
             ++dropped_;
             return false;
         }
-        items_.push_back(item);  // within capacity: no allocation
+        room_[size_++] = item;
         return true;
     }
     bool overflowed() const { return dropped_ != 0; }
-    const std::vector<T>& items() const { return items_; }
+    std::span<const T> items() const { return room_.first(size_); }
 
 private:
-    std::vector<T> items_;
-    std::size_t dropped_ = 0;
+    std::span<T> room_;
+    std::size_t size_ = 0, dropped_ = 0;
+    std::size_t offset_ = 0, count_ = 0;  // as placed
 };
 
-// Bytes copied during a walk (names, an object's facts), addressed by offset.
+// Bytes copied during a walk (names, an object's facts), addressed by
+// offset, in room laid out as a Scratch's is.
 class ScratchText {
 public:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
-    // Room for `room` bytes, or for all the last walk wanted if that was more.
-    void reset(std::size_t room) {
-        room = std::max(room, wanted_);
-        if (room_ < room) {
-            // Not zeroed: every byte is written before it is read
-            // (make_unique_for_overwrite would say so, from GCC 11 only).
-            bytes_.reset(new std::byte[room]);
-            room_ = room;
-        }
+    // Room for `room` bytes in `block`, or for all the last walk wanted if
+    // that was more.
+    void place(ScratchBlock& block, std::size_t room) noexcept {
+        count_ = std::max(room, wanted_);
+        offset_ = block.reserve<std::byte>(count_);
+    }
+    // Empty, in the room placed, of the block allocated since.
+    void reset(ScratchBlock& block) noexcept {
+        room_ = block.at<std::byte>(offset_, count_);
         used_ = wanted_ = 0;
     }
     // The free room, for a copier that reports how much it needed; then
     // commit() that many bytes.
-    std::span<std::byte> tail() noexcept { return {bytes_.get() + used_, room_ - used_}; }
+    std::span<std::byte> tail() noexcept { return room_.subspan(used_); }
     // The offset of the n bytes just written at tail(), or npos (and
     // overflowed()) when they did not fit.
     std::size_t commit(std::size_t n) noexcept {
         wanted_ += n;
-        if (n > room_ - used_ || wanted_ != used_ + n) return npos;  // after an overflow nothing fits
+        if (n > room_.size() - used_ || wanted_ != used_ + n) return npos;  // after an overflow nothing fits
         used_ += n;
         return used_ - n;
     }
     std::size_t put(const void* p, std::size_t n) noexcept {
-        if (n && n <= room_ - used_) std::memcpy(tail().data(), p, n);
+        if (n && n <= room_.size() - used_) std::memcpy(tail().data(), p, n);
         return commit(n);
     }
     // A C string with its terminator.
     std::size_t put_string(const char* s) noexcept { return put(s ? s : "", std::strlen(s ? s : "") + 1); }
-    const char* at(std::size_t offset) const { return reinterpret_cast<const char*>(bytes_.get() + offset); }
-    std::span<const std::byte> bytes(std::size_t offset, std::size_t n) const { return {bytes_.get() + offset, n}; }
+    const char* at(std::size_t offset) const { return reinterpret_cast<const char*>(room_.data() + offset); }
+    std::span<const std::byte> bytes(std::size_t offset, std::size_t n) const { return room_.subspan(offset, n); }
     bool overflowed() const { return wanted_ != used_; }
 
 private:
-    std::unique_ptr<std::byte[]> bytes_;
-    std::size_t room_ = 0, used_ = 0, wanted_ = 0;
+    std::span<std::byte> room_;
+    std::size_t used_ = 0, wanted_ = 0;
+    std::size_t offset_ = 0, count_ = 0;  // as placed
 };
 
 // Walks until what the visitor copies fits: room.reset(n) before each walk,

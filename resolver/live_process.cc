@@ -192,11 +192,19 @@ struct LiveProcess::ScanRoom {
     WordsSeen words;
     std::size_t cursor = 0;  // where in the last walk's order the next object is expected
 
+    host::ScratchBlock block;  // the room of the lists above
+
     void reset(std::size_t n) {
-        steps.reset(n);
-        objects.reset(n);
-        segments.reset(4 * n);
-        text.reset(256 * n);
+        block.clear();
+        objects.place(block, n);
+        steps.place(block, n);
+        segments.place(block, 4 * n);
+        text.place(block, 256 * n);
+        block.allocate();
+        objects.reset(block);
+        steps.reset(block);
+        segments.reset(block);
+        text.reset(block);
         cursor = 0;
         words = {};
     }
