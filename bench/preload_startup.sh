@@ -4,7 +4,8 @@
 # shared object with nothing in it, built here).  Programs: /bin/true,
 # python3 -c pass, a program linked against LIBS small libraries, and one
 # whose library holds RELOCS symbol relocations (Julia-sized), all built
-# here at run time.  For each, without a preload, with the empty one and
+# here at run time; then, for what a first dlopen adds, python3 importing
+# three extension modules.  For each, without a preload, with the empty one and
 # with ldshim:
 #   - instructions, counted by callgrind (stable on a shared machine; perf
 #     stat cannot count them in this VM), with the differences and ratios;
@@ -83,9 +84,14 @@ if ! "$tmp/many" || ! "$tmp/relocs"; then
     exit 1
 fi
 
-progs="/bin/true|$PYTHON -c pass|$tmp/many|$tmp/relocs"
+# The last program does call dlopen: python3 importing three extension
+# modules, each dlopen through ldshim's resolver (its first builds the
+# resolver's model of the process).
+imports="__import__('_ssl');__import__('_ctypes');__import__('_sqlite3')"
+progs="/bin/true|$PYTHON -c pass|$tmp/many|$tmp/relocs|$PYTHON -c $imports"
 name() {
     case $1 in
+        "$PYTHON -c $imports") echo "python3, 3 modules" ;;
         "$tmp/many") echo "$LIBS libraries" ;;
         "$tmp/relocs") echo "$RELOCS relocations" ;;
         *) echo "$1" ;;
