@@ -279,9 +279,9 @@ struct RawCandidate {
     bool lazy, plainly_writable;
     std::size_t object, version;  // offsets in the text; npos: none
 };
-// An object scanned for the first time: whether it is ldshim's, and its
-// wanted slots (hits[first, first + count)).
-// 24 bytes: one per loaded object at every pass.
+// What a walk learned of an object: whether it is ldshim's, and, scanned for
+// the first time, its wanted slots (hits[first, first + count)).  One per
+// loaded object at every pass: 24 bytes.
 struct RawObject {
     std::uintptr_t base;
     std::uint32_t first = 0, count = 0;  // its hits in the room (an object new to the patcher)

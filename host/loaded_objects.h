@@ -9,10 +9,11 @@
 // holds while it waits for this very walk, and the process hangs.
 //
 // A visitor copies plain data into room reserved before the walk (Scratch,
-// ScratchText, in one ScratchBlock) and does everything else after it; a walk that ran out of room
-// is made again with more (walk_with_room).  Data that must outlive the walk
-// but lives in an object's memory is copied, never pointed to: the object may
-// be unloaded as soon as the lock is released.
+// ScratchText, in one ScratchBlock) and does everything else after it; a
+// walk that ran out of room is made again with more (walk_with_room).  Data
+// that must outlive the walk but lives in an object's memory is copied,
+// never pointed to: the object may be unloaded as soon as the lock is
+// released.
 #pragma once
 
 #include "host/libc.h"
