@@ -423,6 +423,20 @@ bool same_name(const char* a, const char* b) {
 constexpr ObjectImports::Name kRelayed[] = {{"dlerror", loader::gnu_hash("dlerror")},
                                             {"__libc_start_main", loader::gnu_hash("__libc_start_main")}};
 
+// A slot the hooks want in an object seen for the first time, unless its
+// version or addend rules it out.  Out of line: inlined into scan_new, it
+// cost the loop over every relocation a register (one instruction more per
+// relocation).
+[[gnu::noinline]] void take_hit(const dl_phdr_info& info, const ObjectImports& obj, const Import& imp, ScanRoom& room,
+                                std::size_t& name) {
+    int id = find_hook(imp.name);
+    const HookDef& def = hook_def(id);
+    if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
+    if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
+    room.hits.push({imp.slot, id, imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos});
+    room.take(info, obj, imp.slot, id, imp.version, name);
+}
+
 // An object seen for the first time: its relocations decoded (the names
 // first), the slots the hooks want recorded for the next passes.
 void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
@@ -447,13 +461,7 @@ void scan_new(const dl_phdr_info& info, unsigned flags, ScanRoom& room) {
     };
     obj.for_each(wanted, [&](const Import& imp) {
         if (state == unknown) state = relocated(info) ? ready : half_loaded;
-        if (state == half_loaded) return;
-        int id = find_hook(imp.name);
-        const HookDef& def = hook_def(id);
-        if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
-        if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
-        room.hits.push({imp.slot, id, imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos});
-        room.take(info, obj, imp.slot, id, imp.version, name);
+        if (state != half_loaded) take_hit(info, obj, imp, room, name);
     });
     if (state == half_loaded) {
         room.half_loaded = true;  // being loaded (or unloaded) by another thread: look again later
