@@ -314,20 +314,8 @@ struct ScanRoom {
     // Room for `n` objects in every list: the walk's record of each comes
     // first, the lists most walks leave empty after it.
     void reset(std::size_t n) {
-        block.clear();
-        scanned.place(block, n);
-        ldshim.place(block, n);
-        hits.place(block, n);
-        found.place(block, n);
-        confirmed.place(block, n);
-        text.place(block, n * 64);
-        block.allocate();
-        scanned.reset(block);
-        ldshim.reset(block);
-        hits.reset(block);
-        found.reset(block);
-        confirmed.reset(block);
-        text.reset(block);
+        block.lay_out(host::ListRoom{scanned, n}, host::ListRoom{ldshim, n}, host::ListRoom{hits, n},
+                      host::ListRoom{found, n}, host::ListRoom{confirmed, n}, host::ListRoom{text, n * 64});
         relayed_elsewhere = false;
         half_loaded = false;
     }

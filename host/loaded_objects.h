@@ -56,14 +56,31 @@ struct Segment {
     std::uintptr_t lo, hi;
 };
 
+// A walk's list and the room it should have (ScratchBlock::lay_out).
+template <class List>
+struct ListRoom {
+    List& list;
+    std::size_t count;
+};
+template <class List>
+ListRoom(List&, std::size_t) -> ListRoom<List>;
+
 // Room for a walk's lists (Scratch, ScratchText), reserved before it, in
 // one allocation: a list the walk leaves empty then costs no page, where a
 // block of its own would cost the page its malloc header is written to.
 // Kept for the next walk while large enough.
 class ScratchBlock {
 public:
-    // Starts a new layout: the lists place() themselves after it.
-    void clear() noexcept { size_ = 0; }
+    // Lays the lists out one after another in the order given, each with
+    // room for its count or for all its last walk wanted if that was more,
+    // and starts each empty.
+    template <class... List>
+    void lay_out(ListRoom<List>... lists) {
+        size_ = 0;
+        (lists.list.place(*this, lists.count), ...);
+        allocate();
+        (lists.list.reset(*this), ...);
+    }
     // Room for `count` items of T after what is laid out so far: its offset.
     template <class T>
     std::size_t reserve(std::size_t count) noexcept {
@@ -71,6 +88,12 @@ public:
         size_ += count * sizeof(T);
         return size_ - count * sizeof(T);
     }
+    template <class T>
+    std::span<T> at(std::size_t offset, std::size_t count) noexcept {
+        return {reinterpret_cast<T*>(bytes_.get() + offset), count};
+    }
+
+private:
     // The block for the layout (operator new's alignment suits every list).
     void allocate() {
         if (capacity_ >= size_) return;
@@ -78,36 +101,19 @@ public:
         bytes_.reset(new std::byte[size_]);
         capacity_ = size_;
     }
-    template <class T>
-    std::span<T> at(std::size_t offset, std::size_t count) noexcept {
-        return {reinterpret_cast<T*>(bytes_.get() + offset), count};
-    }
 
-private:
     std::unique_ptr<std::byte[]> bytes_;
     std::size_t size_ = 0, capacity_ = 0;
 };
 
-// Items collected during a walk into room laid out before it in a
-// ScratchBlock: place() each list, allocate() the block, then reset() each.
-// push() never allocates.  When the room is full the item is dropped and
+// Items collected during a walk into room a ScratchBlock laid out before
+// it.  push() never allocates.  When the room is full the item is dropped and
 // overflowed() says so; the walk is then made again with more room.
 template <class T>
 class Scratch {
     static_assert(std::is_trivially_copyable_v<T>, "copied under the loader lock: plain data only");
 
 public:
-    // Room for `room` items in `block`, or for all the last walk wanted if
-    // that was more.
-    void place(ScratchBlock& block, std::size_t room) noexcept {
-        count_ = std::max(room, size_ + dropped_);
-        offset_ = block.reserve<T>(count_);
-    }
-    // Empty, in the room placed, of the block allocated since.
-    void reset(ScratchBlock& block) noexcept {
-        room_ = block.at<T>(offset_, count_);
-        size_ = dropped_ = 0;
-    }
     bool push(const T& item) noexcept {
         if (size_ == room_.size()) {
             ++dropped_;
@@ -120,6 +126,19 @@ public:
     std::span<const T> items() const { return room_.first(size_); }
 
 private:
+    friend class ScratchBlock;
+    // Room for `room` items in `block`, or for all the last walk wanted if
+    // that was more.
+    void place(ScratchBlock& block, std::size_t room) noexcept {
+        count_ = std::max(room, size_ + dropped_);
+        offset_ = block.reserve<T>(count_);
+    }
+    // Empty, in the room placed, of the block allocated since.
+    void reset(ScratchBlock& block) noexcept {
+        room_ = block.at<T>(offset_, count_);
+        size_ = dropped_ = 0;
+    }
+
     std::span<T> room_;
     std::size_t size_ = 0, dropped_ = 0;
     std::size_t offset_ = 0, count_ = 0;  // as placed
@@ -131,17 +150,6 @@ class ScratchText {
 public:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
-    // Room for `room` bytes in `block`, or for all the last walk wanted if
-    // that was more.
-    void place(ScratchBlock& block, std::size_t room) noexcept {
-        count_ = std::max(room, wanted_);
-        offset_ = block.reserve<std::byte>(count_);
-    }
-    // Empty, in the room placed, of the block allocated since.
-    void reset(ScratchBlock& block) noexcept {
-        room_ = block.at<std::byte>(offset_, count_);
-        used_ = wanted_ = 0;
-    }
     // The free room, for a copier that reports how much it needed; then
     // commit() that many bytes.
     std::span<std::byte> tail() noexcept { return room_.subspan(used_); }
@@ -164,6 +172,19 @@ public:
     bool overflowed() const { return wanted_ != used_; }
 
 private:
+    friend class ScratchBlock;
+    // Room for `room` bytes in `block`, or for all the last walk wanted if
+    // that was more.
+    void place(ScratchBlock& block, std::size_t room) noexcept {
+        count_ = std::max(room, wanted_);
+        offset_ = block.reserve<std::byte>(count_);
+    }
+    // Empty, in the room placed, of the block allocated since.
+    void reset(ScratchBlock& block) noexcept {
+        room_ = block.at<std::byte>(offset_, count_);
+        used_ = wanted_ = 0;
+    }
+
     std::span<std::byte> room_;
     std::size_t used_ = 0, wanted_ = 0;
     std::size_t offset_ = 0, count_ = 0;  // as placed

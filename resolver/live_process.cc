@@ -195,16 +195,8 @@ struct LiveProcess::ScanRoom {
     host::ScratchBlock block;  // the room of the lists above
 
     void reset(std::size_t n) {
-        block.clear();
-        objects.place(block, n);
-        steps.place(block, n);
-        segments.place(block, 4 * n);
-        text.place(block, 256 * n);
-        block.allocate();
-        objects.reset(block);
-        steps.reset(block);
-        segments.reset(block);
-        text.reset(block);
+        block.lay_out(host::ListRoom{objects, n}, host::ListRoom{steps, n}, host::ListRoom{segments, 4 * n},
+                      host::ListRoom{text, 256 * n});
         cursor = 0;
         words = {};
     }
