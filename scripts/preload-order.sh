@@ -42,8 +42,8 @@ for prog in /bin/true "/usr/bin/python3 -c pass" "$tmp/defines" "/usr/bin/python
 done
 # /bin/true's functions first, then what python3 adds, then the fixture's
 # (past 64 KiB, the smallest start-ups still fit the first window); then
-# what a dlopen through ldshim's resolver runs (python3 importing an
-# extension module), packed into as few windows as it fills.
+# what a dlopen through ldshim's resolver runs (python3 importing two
+# extension modules), packed into as few windows as it fills.
 names() { # the libldshim functions a callgrind output file saw run
     callgrind_annotate --threshold=100 "$1" |
         sed -n 's/^ *[0-9,]* ([^)]*) *[^ ]*:\([^ ]*\) \[.*libldshim\.so.*/\1/p' | grep -v '^0x' | sort -u

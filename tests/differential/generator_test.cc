@@ -15,6 +15,7 @@
 //   LDSHIM_GEN_LDSEARCH=PATH  another ldsearch binary to test
 // The last line is the summary: "N trees: K differ".
 #include "generator.h"
+#include "harness.h"
 
 #include <gtest/gtest.h>
 
@@ -32,13 +33,9 @@
 #include <unistd.h>
 
 using namespace ldshim::difftest::gen;
+using ldshim::difftest::env_number;
 
 namespace {
-
-std::uint64_t env_number(const char* name, std::uint64_t fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 std::vector<std::uint64_t> seeds_to_run() {
     std::vector<std::uint64_t> seeds;

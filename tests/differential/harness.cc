@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -172,6 +173,11 @@ bool is_native_dynamic_exe(const std::string& path) {
     return false;
 }
 }  // namespace
+
+std::uint64_t env_number(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
 
 std::vector<std::string> usr_bin_programs(bool skip_setid) {
     std::vector<std::string> programs;

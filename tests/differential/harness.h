@@ -90,6 +90,10 @@ std::string read_file(const std::string& path);
 // The files matching a glob pattern, sorted.
 std::vector<std::string> read_lines_glob(const std::string& pattern);
 
+// The number in environment variable `name`, or `fallback` where it is
+// unset or empty.
+std::uint64_t env_number(const char* name, std::uint64_t fallback);
+
 // Every regular executable in /usr/bin that is a 64-bit x86-64 program run by
 // /lib64/ld-linux-x86-64.so.2, sorted; `skip_setid` leaves set-id ones out.
 std::vector<std::string> usr_bin_programs(bool skip_setid);

@@ -6,30 +6,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 
 #include <gtest/gtest.h>
 
 using namespace ldshim::difftest;
 
+namespace {
+
 // LDSHIM_SYSTEM_PROGRAMS_EVERY=N: every Nth program only, starting at the
 // day's offset (scripts/asan.sh: its instrumented ldsearch is slow; the
 // plain runs cover them all).
 std::vector<std::string> share_of(std::vector<std::string> programs) {
-    const char* every = std::getenv("LDSHIM_SYSTEM_PROGRAMS_EVERY");
-    const long n = every ? std::strtol(every, nullptr, 10) : 1;
+    const std::uint64_t n = env_number("LDSHIM_SYSTEM_PROGRAMS_EVERY", 1);
     if (n <= 1) return programs;
-    const auto offset = static_cast<std::size_t>(std::time(nullptr) / 86400 % n);
+    const auto offset = static_cast<std::size_t>(static_cast<std::uint64_t>(std::time(nullptr)) / 86400 % n);
     std::vector<std::string> share;
-    for (std::size_t i = offset; i < programs.size(); i += static_cast<std::size_t>(n)) share.push_back(programs[i]);
+    for (std::size_t i = offset; i < programs.size(); i += n) share.push_back(programs[i]);
     std::printf(
-        "[ SHARE    ] %zu of the %zu programs: those whose index is %zu modulo %ld "
+        "[ SHARE    ] %zu of the %zu programs: those whose index is %zu modulo %llu "
         "(LDSHIM_SYSTEM_PROGRAMS_EVERY)\n",
-        share.size(), programs.size(), offset, n);
+        share.size(), programs.size(), offset, static_cast<unsigned long long>(n));
     return share;
 }
+
+}  // namespace
 
 TEST(SystemPrograms, every_usr_bin_program_matches_the_loader) {
     Tree t;  // scratch space for the captures
