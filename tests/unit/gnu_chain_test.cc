@@ -108,8 +108,8 @@ TEST(GnuHashChain, an_empty_bucket_is_absent_and_one_below_the_hashed_symbols_is
     Table t = build({"dlopen"}, 4, 3);
     const std::uint32_t b = gnu_hash("dlopen") % 4;
     const std::string other = [&] {
-        for (int n = 0;; ++n)
-            if (std::string s = "x" + std::to_string(n); gnu_hash(s.c_str()) % 4 != b) return s;
+        for (std::string s = "x";; s += 'x')
+            if (gnu_hash(s.c_str()) % 4 != b) return s;
     }();
     EXPECT_EQ(search(t, other, t.words.size()), ChainResult::absent);
     t.words[b] = 2;  // a symbol the table does not hash
