@@ -15,7 +15,10 @@
 #   scripts/arm64-root-ldsearch.sh [NAME|DIR]     default: bookworm
 # Environment: LDSEARCH (the program), else BUILD (build directory with
 # tools/ldsearch/ldsearch, default ./build), LDSHIM_ARM64_ROOTS_DIR (scripts/arm64-root.sh's), QEMU_CPU,
-# LDSHIM_ARM64_CACHE (ldsearch's XDG_CACHE_HOME; default: a fresh one).
+# LDSHIM_ARM64_CACHE (ldsearch's XDG_CACHE_HOME; default: a fresh one),
+# LDSHIM_ARM64_PROGRAMS_EVERY=N (a share: the programs whose index is the
+# day's number modulo N, so the same ones under each CPU of one day; default
+# 1, every program).
 set -eu
 cd "$(dirname "$0")/.."
 name=${1:-bookworm}
@@ -100,11 +103,18 @@ both() {
     compare "$1" "$library_path" || ok=1
     return $ok
 }
-total=0 same=0
+every=${LDSHIM_ARM64_PROGRAMS_EVERY:-1}
+case $every in '' | *[!0-9]* | 0) echo "LDSHIM_ARM64_PROGRAMS_EVERY: not a positive number: $every" >&2; exit 2 ;; esac
+offset=$(($(date +%s) / 86400 % every))
+total=0 same=0 index=0
 for prog in $(programs); do
+    index=$((index + 1))
+    [ $(((index - 1) % every)) -eq "$offset" ] || continue
     total=$((total + 1))
     if both "$prog"; then same=$((same + 1)); fi
 done
+[ "$every" -eq 1 ] ||
+    echo "share: $total of the $index programs, those whose index is $offset modulo $every (LDSHIM_ARM64_PROGRAMS_EVERY)"
 
 tree_same=0 tree_total=1
 if ./scripts/arm64-tree.sh "$root" /tmp/ldshim-arm64-tree >"$work/tree.log" 2>&1; then
