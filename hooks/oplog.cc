@@ -1,9 +1,10 @@
 #include "hooks/oplog.h"
 
+#include "host/real_fs.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 
 namespace ldshim::hooks {
@@ -48,19 +49,6 @@ const Op* OpLog::get(std::size_t i) const {
     return i < ops_.size() ? &ops_[i] : nullptr;
 }
 
-namespace {
-bool write_all(int fd, const std::string& s) {
-    std::size_t off = 0;
-    while (off < s.size()) {
-        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        off += static_cast<std::size_t>(n);
-    }
-    return true;
-}
-}  // namespace
-
 bool OpLog::write(int fd) const {
     if (fcntl(fd, F_GETFL) < 0) return false;  // a bad descriptor fails even with nothing to write
     std::string out;
@@ -84,7 +72,7 @@ bool OpLog::write(int fd) const {
         }
         if (dropped_) out += "# " + std::to_string(dropped_) + " more entries dropped (log full)\n";
     }
-    return write_all(fd, out);
+    return host::write_all(fd, out);
 }
 
 }  // namespace ldshim::hooks

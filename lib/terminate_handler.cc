@@ -6,25 +6,19 @@
 // to abort.  This one prints the type's mangled name (c++filt reads it) and
 // what() where there is one.  It serves only libldshim's own copy of the
 // runtime: an exception escaping a noexcept function of ldshim's.
+#include "host/real_fs.h"
+
 #include <cxxabi.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <typeinfo>
 
 namespace {
 
 // write(2) only: the handler may run with stdio's locks held.
-void say(const char* text) {
-    for (std::size_t left = std::strlen(text); left > 0;) {
-        const ssize_t n = write(STDERR_FILENO, text, left);
-        if (n <= 0) return;
-        text += n;
-        left -= static_cast<std::size_t>(n);
-    }
-}
+void say(const char* text) { ldshim::host::write_all(STDERR_FILENO, text); }
 
 }  // namespace
 

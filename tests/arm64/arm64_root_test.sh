@@ -7,8 +7,8 @@
 # LSE atomics, so no atomics/ subdirectory) and the default again, sharing
 # one cache of the loader's answers, whose key must tell the CPUs apart.
 # Skipped (77) without any root.  A third of each root's programs, a
-# different third each day and the same under each CPU (about 170 s instead
-# of 510 on 2 cores); LDSHIM_ARM64_PROGRAMS_EVERY=1 compares them all.
+# different third each day and the same under each CPU (155 s instead of
+# 512 here); LDSHIM_ARM64_PROGRAMS_EVERY=1 compares them all.
 #   arm64_root_test.sh LDSEARCH [NAME...]      default: bookworm trixie
 set -eu
 export LDSHIM_ARM64_PROGRAMS_EVERY="${LDSHIM_ARM64_PROGRAMS_EVERY:-3}"
