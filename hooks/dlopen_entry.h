@@ -13,10 +13,12 @@
 // returns nullptr when it carried the call out (what dlopen returns is in
 // *handle), else the function to jump to with (file, mode) unchanged.
 // LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN) defines NAME; HIDDEN is 1 for an
-// entry only ldshim refers to.  LDSHIM_DLMOPEN_ENTRY is the same for
-// dlmopen(lmid, file, mode), whose DECIDE takes (caller, lmid, file, mode,
-// handle).  Where no recipe is written for the
-// machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0 and an entry must call instead.
+// entry only ldshim refers to.  LDSHIM_ENTRY3 is the same for a function of
+// three word-sized arguments (a, b, c), whose DECIDE takes (caller, a, b, c,
+// result): dlmopen(lmid, file, mode), dlvsym(handle, name, version), and
+// dlsym(handle, name), whose third register is passed on as it came.  Where
+// no recipe is written for the machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0 and an
+// entry must call instead.
 #pragma once
 
 #if defined(__x86_64__)
@@ -26,7 +28,7 @@
 // the caller's return address sits at 40(%rsp); the CFI lets an unwinder
 // started inside DECIDE walk on into the caller.
 //   dlopen:  0 handle, 8 and 16 padding, 24 mode, 32 file
-//   dlmopen: 0 handle, 8 padding, 16 mode, 24 file, 32 lmid
+//   three:   0 result, 8 padding, 16 c, 24 b, 32 a
 // clang-format off
 #define LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                                 \
             ".text\n"                                                                   \
@@ -68,14 +70,14 @@
             "    call " #DECIDE "\n"                                                    \
             LDSHIM_ENTRY_TAIL(NAME, "    movq 24(%rsp), %rsi\n"                         \
                                     "    movq 32(%rsp), %rdi\n"))
-#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                      \
+#define LDSHIM_ENTRY3(NAME, DECIDE, HIDDEN)                                             \
     __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
             "    pushq %rdx\n"                                                          \
             "    .cfi_adjust_cfa_offset 8\n"                                            \
             "    subq $16, %rsp\n"                                                      \
             "    .cfi_adjust_cfa_offset 16\n"                                           \
             "    movq %rsp, %r8\n"                                                      \
-            "    movl %edx, %ecx\n"                                                     \
+            "    movq %rdx, %rcx\n"                                                     \
             "    movq %rsi, %rdx\n"                                                     \
             "    movq %rdi, %rsi\n"                                                     \
             "    movq 40(%rsp), %rdi\n"                                                 \
@@ -94,7 +96,7 @@
 // function they jump to through x16 sees the entry's own caller.  "hint #34"
 // is BTI's landing pad (a no-op without BTI); x16 may branch to one.
 //   dlopen:  16 file, 24 mode, 32 handle
-//   dlmopen: 16 lmid, 24 file, 32 mode, 40 handle
+//   three:   16 a, 24 b, 32 c, 40 result
 // clang-format off
 #define LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                                 \
             ".text\n"                                                                   \
@@ -142,12 +144,12 @@
             "    mov x0, x30\n"                                                         \
             "    bl " #DECIDE "\n"                                                      \
             LDSHIM_ENTRY_TAIL(NAME, "    ldp x0, x1, [sp, #16]\n", 32))
-#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                      \
+#define LDSHIM_ENTRY3(NAME, DECIDE, HIDDEN)                                             \
     __asm__(LDSHIM_ENTRY_HEAD(NAME, HIDDEN)                                             \
             "    stp x0, x1, [sp, #16]\n"                                               \
             "    stp x2, xzr, [sp, #32]\n"                                              \
             "    add x4, sp, #40\n"                                                     \
-            "    mov w3, w2\n"                                                          \
+            "    mov x3, x2\n"                                                          \
             "    mov x2, x1\n"                                                          \
             "    mov x1, x0\n"                                                          \
             "    mov x0, x30\n"                                                         \

@@ -3,6 +3,7 @@
 // caller, which is ldshim's whole point); dlsym and dlvsym hand out the hook
 // for a hooked CUDA name, so function pointers fetched by name are hooked
 // too; the proc-address mapper does the same for cuGetProcAddress.
+#include "hooks/as_caller.h"
 #include "hooks/dlopen_entry.h"
 #include "hooks/events.h"
 #include "hooks/patcher.h"
@@ -18,8 +19,9 @@ using namespace ldshim::hooks;
 
 namespace {
 
-// Returns the hook for a CUDA function found by name, publishing the
-// function as what the hook calls when nothing else was known.
+// Returns the hook for a CUDA function found by name when the hook calls
+// exactly that function, publishing it as what the hook calls when nothing
+// else was known; else the function itself.
 void* hooked(void* found, int id, const char* version) {
     if (!found || id < 0 || !g_recording.load(std::memory_order_acquire)) return found;
     const HookDef& def = hook_def(id);
@@ -29,33 +31,35 @@ void* hooked(void* found, int id, const char* version) {
     if (def.kind == HookKind::loader) return found;
     if (def.version && version && std::strcmp(def.version, version) != 0) return found;
     if (reinterpret_cast<void*>(def.fn) == found) return found;
+    // The hook calls one function for every caller: another tool's hook
+    // chained in front of the definition, or the definition itself.  Handed
+    // out for another definition (another library's, another namespace's),
+    // it would call the wrong one.
     void* expected = nullptr;
-    if (g_next[id].compare_exchange_strong(expected, found)) adopt_companions(found, def.kind);
+    if (g_next[id].compare_exchange_strong(expected, found))
+        adopt_companions(found, def.kind);
+    else if (expected != found && !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name))
+        return found;
     g_active_paths.fetch_or(def.kind == HookKind::proc ? LDSHIM_PATH_PROC_ADDRESS : 0, std::memory_order_relaxed);
     return def.fn;
 }
 
-// dlsym(RTLD_DEFAULT) searches the caller's scope: the global scope, then
-// (for an RTLD_LOCAL library) its own dependencies.  Looked up from here,
-// only the first part is seen, so the second is added by hand.
-void* lookup_default(const void* caller, const char* name, const char* version) {
-    using dlsym_fn = void* (*)(void*, const char*);
-    using dlvsym_fn = void* (*)(void*, const char*, const char*);
-    auto sym = next<dlsym_fn>(HookId::k_dlsym);
-    auto vsym = next<dlvsym_fn>(HookId::k_dlvsym);
-    auto look = [&](void* h) -> void* {
-        if (version) return vsym ? vsym(h, name, version) : dlvsym(h, name, version);
-        return sym ? sym(h, name) : dlsym(h, name);
-    };
-    void* f = look(RTLD_DEFAULT);
-    if (f) return f;
-    Dl_info info;
-    link_map* lm = nullptr;
-    if (dladdr1(caller, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) && lm) {
-        f = look(lm);
-        if (f) (void)dlerror();  // the first miss left an error behind
-    }
-    return f;
+// dlsym and dlvsym: glibc answers every lookup for the caller itself, since
+// the scope (RTLD_DEFAULT's, RTLD_NEXT's), dlerror()'s text and an auditor's
+// binder all follow from its return address.  Only a hooked CUDA name is
+// asked from a return point in the caller's object (hooks/as_caller.h), to
+// hand out the hook for what glibc found.  Everything else goes on by a jump:
+// any other name; RTLD_NEXT, which a wrapper of the CUDA function itself uses
+// to find what it wraps; and a caller with no return point.
+void* sym_decide(HookId which, const void* caller, void* handle, const char* name, const char* version, void** result) {
+    void* real = g_next[static_cast<int>(which)].load(std::memory_order_acquire);
+    if (!name || handle == RTLD_NEXT || !g_recording.load(std::memory_order_acquire)) return real;
+    const int id = find_hook(name);
+    if (id < 0 || hook_def(id).kind == HookKind::loader || !hook_def(id).fn) return real;
+    const auto rp = return_point_in(caller);
+    if (!rp) return real;
+    *result = hooked(call_from(*rp, real, handle, name, version), id, version);
+    return nullptr;
 }
 
 }  // namespace
@@ -101,21 +105,16 @@ extern "C" {
     return r;
 }
 
-// Reached through the trampolines below with the caller's return address
-// still on the stack, so __builtin_return_address(0) is the true caller.
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlsym_c(void* handle, const char* name) {
-    const void* caller = __builtin_return_address(0);
-    void* f = handle == RTLD_DEFAULT ? lookup_default(caller, name, nullptr)
-                                     : next<void* (*)(void*, const char*)>(HookId::k_dlsym)(handle, name);
-    return name ? hooked(f, find_hook(name), nullptr) : f;
+// dlsym's and dlvsym's, behind LDSHIM_ENTRY3 (dlsym's third word is not an
+// argument: it is passed on as it came, and not read).
+[[gnu::visibility("hidden")]] void* ldshim_hook_dlsym_decide(const void* caller, void* handle, const char* name,
+                                                             const char*, void** result) {
+    return sym_decide(HookId::k_dlsym, caller, handle, name, nullptr, result);
 }
 
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlvsym_c(void* handle, const char* name, const char* version) {
-    const void* caller = __builtin_return_address(0);
-    void* f = handle == RTLD_DEFAULT
-                  ? lookup_default(caller, name, version)
-                  : next<void* (*)(void*, const char*, const char*)>(HookId::k_dlvsym)(handle, name, version);
-    return name ? hooked(f, find_hook(name), version) : f;
+[[gnu::visibility("hidden")]] void* ldshim_hook_dlvsym_decide(const void* caller, void* handle, const char* name,
+                                                              const char* version, void** result) {
+    return sym_decide(HookId::k_dlvsym, caller, handle, name, version, result);
 }
 
 }  // extern "C"
@@ -138,74 +137,9 @@ void* hook_proc_address(void* fn) {
 
 }  // namespace ldshim::hooks
 
-// dlsym(RTLD_NEXT) names the caller's successor, found from the return
-// address: it must reach glibc with the caller's frame untouched, so these
-// entry points jump (not call) to it; everything else goes to the C halves
-// above, also by a jump.  The "next" pointers of dlsym and dlvsym are
-// g_next[2] and g_next[3] (checked below).
-static_assert(static_cast<int>(HookId::k_dlsym) == 2 && static_cast<int>(HookId::k_dlvsym) == 3);
-static_assert(sizeof(std::atomic<void*>) == sizeof(void*));
-extern "C" [[gnu::visibility("hidden")]] std::atomic<void*>* const ldshim_next_table = g_next;
-
 #if LDSHIM_HAVE_DLOPEN_ENTRY
 LDSHIM_DLOPEN_ENTRY(ldshim_hook_dlopen, ldshim_hook_dlopen_decide, 1);
-LDSHIM_DLMOPEN_ENTRY(ldshim_hook_dlmopen, ldshim_hook_dlmopen_decide, 1);
-#endif
-
-#if defined(__x86_64__)
-__asm__(
-    ".text\n"
-    ".p2align 4\n"
-    ".globl ldshim_hook_dlsym\n"
-    ".hidden ldshim_hook_dlsym\n"
-    ".type ldshim_hook_dlsym, @function\n"
-    "ldshim_hook_dlsym:\n"
-    "    cmpq $-1, %rdi\n"  // RTLD_NEXT
-    "    jne ldshim_hook_dlsym_c\n"
-    "    movq ldshim_next_table(%rip), %rax\n"
-    "    jmpq *16(%rax)\n"
-    ".size ldshim_hook_dlsym, .-ldshim_hook_dlsym\n"
-    ".p2align 4\n"
-    ".globl ldshim_hook_dlvsym\n"
-    ".hidden ldshim_hook_dlvsym\n"
-    ".type ldshim_hook_dlvsym, @function\n"
-    "ldshim_hook_dlvsym:\n"
-    "    cmpq $-1, %rdi\n"
-    "    jne ldshim_hook_dlvsym_c\n"
-    "    movq ldshim_next_table(%rip), %rax\n"
-    "    jmpq *24(%rax)\n"
-    ".size ldshim_hook_dlvsym, .-ldshim_hook_dlvsym\n");
-#elif defined(__aarch64__)
-// "hint #34": BTI's landing pad; "b" rather than "b.ne" reaches the C half
-// wherever the linker puts it.
-__asm__(
-    ".text\n"
-    ".p2align 4\n"
-    ".globl ldshim_hook_dlsym\n"
-    ".hidden ldshim_hook_dlsym\n"
-    ".type ldshim_hook_dlsym, %function\n"
-    "ldshim_hook_dlsym:\n"
-    "    hint #34\n"
-    "    cmn x0, #1\n"  // RTLD_NEXT
-    "    b.eq 1f\n"
-    "    b ldshim_hook_dlsym_c\n"
-    "1:  adrp x16, ldshim_next_table\n"
-    "    ldr x16, [x16, #:lo12:ldshim_next_table]\n"
-    "    ldr x16, [x16, #16]\n"
-    "    br x16\n"
-    ".size ldshim_hook_dlsym, .-ldshim_hook_dlsym\n"
-    ".p2align 4\n"
-    ".globl ldshim_hook_dlvsym\n"
-    ".hidden ldshim_hook_dlvsym\n"
-    ".type ldshim_hook_dlvsym, %function\n"
-    "ldshim_hook_dlvsym:\n"
-    "    hint #34\n"
-    "    cmn x0, #1\n"
-    "    b.eq 1f\n"
-    "    b ldshim_hook_dlvsym_c\n"
-    "1:  adrp x16, ldshim_next_table\n"
-    "    ldr x16, [x16, #:lo12:ldshim_next_table]\n"
-    "    ldr x16, [x16, #24]\n"
-    "    br x16\n"
-    ".size ldshim_hook_dlvsym, .-ldshim_hook_dlvsym\n");
+LDSHIM_ENTRY3(ldshim_hook_dlmopen, ldshim_hook_dlmopen_decide, 1);
+LDSHIM_ENTRY3(ldshim_hook_dlsym, ldshim_hook_dlsym_decide, 1);
+LDSHIM_ENTRY3(ldshim_hook_dlvsym, ldshim_hook_dlvsym_decide, 1);
 #endif

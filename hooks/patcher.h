@@ -40,6 +40,10 @@ struct KnownObject {
     bool ldshim;
 };
 
+// Whether `value` is anything but the function named `symbol`: another
+// tool's function in front of it.
+bool is_foreign(std::uintptr_t value, const char* symbol);
+
 // What the front entry for dlopen or dlmopen (`id`) must call when reached
 // from `caller`: what that object's slot held before ldshim, or else the
 // hook's shared next.  No lock, no allocation.

@@ -112,7 +112,7 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
 }
 
 #if LDSHIM_HAVE_DLOPEN_ENTRY
-LDSHIM_DLMOPEN_ENTRY(dlmopen, ldshim_preload_dlmopen_decide, 0);
+LDSHIM_ENTRY3(dlmopen, ldshim_preload_dlmopen_decide, 0);
 #else
 __attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
     void* handle = nullptr;
