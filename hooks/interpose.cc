@@ -31,14 +31,14 @@ void* hooked(void* found, int id, const char* version) {
     if (def.kind == HookKind::loader) return found;
     if (def.version && version && std::strcmp(def.version, version) != 0) return found;
     if (reinterpret_cast<void*>(def.fn) == found) return found;
-    // The hook calls one function for every caller: another tool's hook
-    // chained in front of the definition, or the definition itself.  Handed
-    // out for another definition (another library's, another namespace's),
-    // it would call the wrong one.
-    void* expected = nullptr;
-    if (g_next[id].compare_exchange_strong(expected, found))
+    // The hook calls one function for every caller: handed out for another
+    // definition (another library's, another namespace's), it would call
+    // the wrong one.
+    void* current = nullptr;
+    if (publish_next(id, found, &current))
         adopt_companions(found, def.kind);
-    else if (expected != found && !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name))
+    else if (other_definition(reinterpret_cast<std::uintptr_t>(found), reinterpret_cast<std::uintptr_t>(current),
+                              def.name))
         return found;
     g_active_paths.fetch_or(def.kind == HookKind::proc ? LDSHIM_PATH_PROC_ADDRESS : 0, std::memory_order_relaxed);
     return def.fn;

@@ -83,6 +83,11 @@ bool is_foreign(std::uintptr_t value, const char* symbol) {
     return reinterpret_cast<std::uintptr_t>(info.dli_saddr) != value || std::strcmp(info.dli_sname, symbol) != 0;
 }
 
+bool other_definition(std::uintptr_t a, std::uintptr_t b, const char* symbol) {
+    return a != b && host::exported_at(reinterpret_cast<const void*>(a), symbol) &&
+           host::exported_at(reinterpret_cast<const void*>(b), symbol);
+}
+
 namespace {
 std::atomic<Patcher*> g_engine{nullptr};  // once built (lib/fork_handlers.cc)
 }  // namespace
@@ -575,7 +580,6 @@ std::vector<Patcher::Candidate> Patcher::decide_locked(std::vector<Candidate> fo
     std::vector<Candidate> todo;
     for (Candidate& c : found) {
         const HookDef& def = hook_def(c.id);
-        std::atomic<void*>& next = g_next[c.id];
         bool loader = def.kind == HookKind::loader;
         // What a call through the slot reaches today: the bound value, or for
         // an unbound lazy slot what the loader would bind it to.  A slot
@@ -588,15 +592,17 @@ std::vector<Patcher::Candidate> Patcher::decide_locked(std::vector<Candidate> fo
             continue;
         }
         if (!target) continue;
-        void* expected = nullptr;
+        void* current = nullptr;
         void* v = reinterpret_cast<void*>(target);
         bool theirs = is_foreign(target, def.name);
-        if (next.compare_exchange_strong(expected, v)) {
+        if (publish_next(c.id, v, &current)) {
             adopt_companions(v, def.kind);
-        } else if (expected != v && theirs && !is_foreign(reinterpret_cast<std::uintptr_t>(expected), def.name)) {
+        } else if (other_definition(target, reinterpret_cast<std::uintptr_t>(current), def.name)) {
+            continue;  // the hook would call the published definition instead of this slot's
+        } else if (current != v && theirs && !is_foreign(reinterpret_cast<std::uintptr_t>(current), def.name)) {
             // Another hooker took this function over: every hook call goes
             // through it, so it sees the calls it asked to see.
-            next.store(v, std::memory_order_release);
+            replace_next(c.id, v);
         }
         c.foreign = theirs;
         c.target = target;

@@ -1,5 +1,7 @@
 #include "hooks/table.h"
 
+#include "host/find_object.h"
+#include "host/libc.h"
 #include "ldshim.h"
 
 #include <algorithm>
@@ -53,6 +55,46 @@ const std::array<int, kHookCount>& by_name() {
 
 std::atomic<void*> g_next[kHookCount];
 std::atomic<unsigned> g_active_paths{0};
+
+namespace {
+// Where each published function lives, to tell when its object has gone:
+// the start of its object (0 when it lies in none: a tool's code in
+// anonymous memory stays valid), and whether that object exported it under
+// the hook's name (another object mapped at the same start later does not).
+struct Home {
+    std::atomic<std::uintptr_t> lo;
+    std::atomic<bool> exported;
+};
+Home g_next_home[kHookCount];
+
+void note_home(int id, const void* fn) {
+    auto o = host::find_object(fn);
+    g_next_home[id].exported.store(o && host::exported_at(fn, hook_def(id).name), std::memory_order_relaxed);
+    g_next_home[id].lo.store(o ? o->lo : 0, std::memory_order_release);
+}
+
+bool gone(int id, const void* fn) {
+    const std::uintptr_t lo = g_next_home[id].lo.load(std::memory_order_acquire);
+    if (!lo) return false;
+    auto o = host::find_object(fn);
+    if (!o || o->lo != lo) return true;
+    return g_next_home[id].exported.load(std::memory_order_relaxed) && !host::exported_at(fn, hook_def(id).name);
+}
+}  // namespace
+
+bool publish_next(int id, void* fn, void** current) {
+    void* expected = g_next[id].load(std::memory_order_acquire);
+    if (expected && gone(id, expected) && g_next[id].compare_exchange_strong(expected, nullptr)) expected = nullptr;
+    const bool published = !expected && g_next[id].compare_exchange_strong(expected, fn);
+    if (published) note_home(id, fn);
+    *current = published ? fn : expected;
+    return published;
+}
+
+void replace_next(int id, void* fn) {
+    g_next[id].store(fn, std::memory_order_release);
+    note_home(id, fn);
+}
 
 const HookDef& hook_def(int id) { return defs()[static_cast<std::size_t>(id)]; }
 

@@ -77,6 +77,14 @@ inline F next(HookId id) {
     return reinterpret_cast<F>(g_next[static_cast<int>(id)].load(std::memory_order_acquire));
 }
 
+// Publishes `fn` as what hook `id` calls unless another function is
+// published; says whether it did, and puts what is published now in
+// *current.  A function whose object has been unloaded since it was
+// published counts as none: it is no one's function any more.
+bool publish_next(int id, void* fn, void** current);
+// Publishes `fn` in place of what hook `id` calls (another hooker took over).
+void replace_next(int id, void* fn);
+
 // The interception paths in use (LDSHIM_PATH_* bits).
 extern std::atomic<unsigned> g_active_paths;
 unsigned path_bit(HookKind k);

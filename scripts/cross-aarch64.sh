@@ -64,7 +64,7 @@ fi
 ninja -C build-arm64
 # CI's share of the meson suites under qemu-user: the ones that take seconds.
 ci_suites="unit memtype differential ldsearch-check ldsearch-cli c99-api exports doc-examples resolver \
-resolver-try resolver-concurrency ucm-no-mpi memtype-driver-fallback memtype-no-driver hooks-scan hooks-api secure"
+resolver-try resolver-concurrency ucm-no-mpi memtype-driver-fallback memtype-no-driver hooks-scan hooks-api dlsym-scopes secure"
 if $check; then
     # The arm64 roots (made once, about 6 minutes each; qemu-user goes into
     # binfmt_misc with them): what runs under the emulated loaders needs them.
