@@ -5,6 +5,7 @@
  * everything and checks the registry forgot it.  Exit 0: all agree; 1: a
  * disagreement (printed); 77: no usable GPU. */
 #define _GNU_SOURCE
+#include "calls.h"
 #include "ldshim.h"
 
 #include <cuda.h>
@@ -33,23 +34,6 @@ static void add(void* p, size_t n, const char* what, ldshim_memtype_t want) {
         ng++;
     }
 }
-#define OK(call)                                                    \
-    do {                                                            \
-        cudaError_t e_ = (call);                                    \
-        if (e_ != cudaSuccess) {                                    \
-            printf("FAIL %s: %s\n", #call, cudaGetErrorString(e_)); \
-            failures++;                                             \
-        }                                                           \
-    } while (0)
-#define DOK(call)                                    \
-    do {                                             \
-        CUresult e_ = (call);                        \
-        if (e_ != CUDA_SUCCESS) {                    \
-            printf("FAIL %s: %d\n", #call, (int)e_); \
-            failures++;                              \
-        }                                            \
-    } while (0)
-
 static double now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
