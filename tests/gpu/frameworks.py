@@ -12,7 +12,10 @@ memory (JAX's BFC allocator) the driver still knows it and so must the
 registry.  One line per case; a MISMATCH line names the pointer, the
 driver's answer and the registry's.
 
-  frameworks.py --framework torch|cupy|jax [--jax-allocator platform|bfc]
+  frameworks.py --framework ctypes|torch|cupy|jax [--jax-allocator platform|bfc]
+
+ctypes is no framework: the driver's allocation functions called through
+ctypes (looked up with dlsym), the checker's own baseline.
 
 Exit 0: all agree; 1: a mismatch, or a case failed; 77: the framework or
 its GPU is not there (SKIPPED: reason).
@@ -155,6 +158,69 @@ class Checker:
         print(f"{framework}: hook paths {self.ldshim.ldshim_hooks_active():#x}, {self.compared} comparisons, "
               f"{self.mismatches} mismatches, {self.failed_cases} cases failed")
         sys.exit(1 if self.mismatches or self.failed_cases else 0)
+
+
+def run_ctypes():
+    try:
+        c = Checker()
+    except OSError as e:
+        skip(f"no libcuda.so.1 ({e})")
+    cu = c.cu
+    if cu.cuInit(0) != 0:
+        skip("cuInit failed: no usable CUDA device")
+    c._context()
+    P, U, Z = ctypes.POINTER, ctypes.c_ulonglong, ctypes.c_size_t
+    cu.cuMemAlloc_v2.argtypes = [P(U), Z]
+    cu.cuMemAllocManaged.argtypes = [P(U), Z, ctypes.c_uint]
+    cu.cuMemAllocPitch_v2.argtypes = [P(U), P(Z), Z, Z, ctypes.c_uint]
+    cu.cuMemFree_v2.argtypes = [U]
+    cu.cuMemAllocHost_v2.argtypes = [P(ctypes.c_void_p), Z]
+    cu.cuMemHostAlloc.argtypes = [P(ctypes.c_void_p), Z, ctypes.c_uint]
+    cu.cuMemFreeHost.argtypes = [ctypes.c_void_p]
+
+    def batch(sizes, one, free):
+        def alloc():
+            got = []
+            for n in sizes:
+                ptr, length, r = one(n)
+                if r != 0:
+                    raise RuntimeError(f"allocation of {n} bytes: CUresult {r}")
+                got.append((ptr, length))
+            return list(got), got
+
+        def release(got):
+            for ptr, _ in got:
+                if free(ptr) != 0:
+                    raise RuntimeError(f"free of {ptr:#x} failed")
+            got.clear()
+
+        return alloc, release
+
+    def device(fn, *extra):
+        def one(n):
+            p = U(0)
+            r = fn(ctypes.byref(p), n, *extra)
+            return p.value, n, r
+        return one
+
+    def pitch(n):
+        p, pitch_ = U(0), Z(0)
+        r = cu.cuMemAllocPitch_v2(ctypes.byref(p), ctypes.byref(pitch_), n // 64, 64, 4)
+        return p.value, pitch_.value * 64, r
+
+    def host(fn, *extra):
+        def one(n):
+            p = ctypes.c_void_p()
+            r = fn(ctypes.byref(p), n, *extra)
+            return p.value or 0, n, r
+        return one
+
+    c.case("ctypes cuMemAlloc", *batch(SIZES, device(cu.cuMemAlloc_v2), cu.cuMemFree_v2))
+    c.case("ctypes cuMemAllocManaged", *batch(SIZES, device(cu.cuMemAllocManaged, 1), cu.cuMemFree_v2))
+    c.case("ctypes cuMemAllocPitch", *batch(SIZES[1:], pitch, cu.cuMemFree_v2))
+    c.case("ctypes cuMemAllocHost", *batch(HOST_SIZES, host(cu.cuMemAllocHost_v2), cu.cuMemFreeHost))
+    c.case("ctypes cuMemHostAlloc", *batch(HOST_SIZES, host(cu.cuMemHostAlloc, 0), cu.cuMemFreeHost))
+    c.finish("ctypes")
 
 
 def run_torch():
@@ -337,13 +403,15 @@ def run_jax(allocator):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--framework", required=True, choices=["torch", "cupy", "jax"])
+    ap.add_argument("--framework", required=True, choices=["ctypes", "torch", "cupy", "jax"])
     ap.add_argument("--jax-allocator", default="platform", choices=["platform", "bfc"])
     args = ap.parse_args()
     if os.environ.get("LDSHIM_CUDA_HOOKS") != "1" or "libldshim_preload" not in os.environ.get("LD_PRELOAD", ""):
         print("FAILED: run with LD_PRELOAD=libldshim_preload.so LDSHIM_CUDA_HOOKS=1")
         sys.exit(1)
-    if args.framework == "torch":
+    if args.framework == "ctypes":
+        run_ctypes()
+    elif args.framework == "torch":
         run_torch()
     elif args.framework == "cupy":
         run_cupy()

@@ -7,6 +7,8 @@
 #   c-check   tests/gpu/gpu_check.c against the Toolkit's libcudart, hooks
 #             installed through the C API (every kind; 100,000 pointers)
 #   static    tests/gpu/static_kinds.c, nvcc -cudart static, under the preload
+#   ctypes    tests/gpu/frameworks.py --framework ctypes, under the preload:
+#             the driver's allocation functions through dlsym, no framework
 #   torch     tests/gpu/frameworks.py --framework torch, under the preload
 #   cupy      ... --framework cupy
 #   jax       ... --framework jax, with XLA's platform allocator and its BFC one
@@ -161,9 +163,13 @@ fi
 
 # ---- torch, cupy, jax -------------------------------------------------------
 importable="" # the frameworks that imported, for the ldsearch part
-framework() { # PART CAP MODULE ARGS...
+framework() { # PART CAP MODULE ARGS... (MODULE: what to import, or "")
     part=$1 cap=$2 module=$3
     shift 3
+    if ! command -v "$py" >/dev/null 2>&1; then
+        verdict "$part" SKIPPED "no $py (set PYTHON)"
+        return
+    fi
     ready "$part" "$cap" || return
     worst=0 notes="" skipped=""
     for args in "$@"; do
@@ -176,7 +182,7 @@ framework() { # PART CAP MODULE ARGS...
         [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || tail -n 8 "$log"
         if [ "$rc" -eq 77 ]; then
             # Not there, or not importable under ldshim only?
-            if timeout 30 "$py" -c "import $module" >/dev/null 2>&1; then
+            if [ -n "$module" ] && timeout 30 "$py" -c "import $module" >/dev/null 2>&1; then
                 echo "$module imports without the preload and not with it"
                 rc=1
             else
@@ -186,7 +192,7 @@ framework() { # PART CAP MODULE ARGS...
         fi
         importable="$importable $module"
         [ "$rc" -eq 0 ] || worst=1
-        notes="$notes; $args: $(grep -E "^$module: " "$log" | tail -n 1 | sed "s/^$module: //")"
+        notes="$notes; $args: $(grep -E "^$part: " "$log" | tail -n 1 | sed "s/^$part: //")"
         [ "$rc" -eq 0 ] || notes="$notes ($(why "$rc"))"
         allot "$cap" || break
     done
@@ -198,6 +204,8 @@ framework() { # PART CAP MODULE ARGS...
         verdict "$part" ok "(${notes#; })"
     fi
 }
+header "ctypes (tests/gpu/frameworks.py: the driver's allocations through dlsym, the checker's baseline)"
+framework ctypes 30 "" "--framework ctypes"
 header "torch (tests/gpu/frameworks.py: caching allocator, expandable_segments, pinned memory, a CUDA graph)"
 framework torch 75 torch "--framework torch"
 header "cupy (tests/gpu/frameworks.py: default pool, MemoryAsyncPool, managed, pinned)"
@@ -211,6 +219,13 @@ header "ucx (scripts/ucx-master.sh --cuda)"
 if ! grep -q -e '--cuda' scripts/ucx-master.sh 2>/dev/null; then
     verdict ucx SKIPPED "not in this tree (scripts/ucx-master.sh has no --cuda mode)"
 elif ready ucx 150; then
+    # The tarball: LDSHIM_UCX_MASTER_TARBALL, else the script's default
+    # beside the checkout, else a shared/ inside it (a copied checkout).
+    if [ -z "${LDSHIM_UCX_MASTER_TARBALL:-}" ] && [ ! -d "$top/../shared/ucx" ]; then
+        for f in "$top"/shared/ucx/ucx-master-*.tar.xz; do
+            [ ! -f "$f" ] || export LDSHIM_UCX_MASTER_TARBALL="$f"
+        done
+    fi
     run_part "$logs/ucx.log" env LDSHIM_LIB_DIR="$build/lib" LDSHIM_UCX_JOBS="$(nproc)" CUDA_HOME="$cuda" \
         scripts/ucx-master.sh --cuda
     tail -n 25 "$logs/ucx.log"
