@@ -41,6 +41,10 @@ if [ ! -e /dev/nvidiactl ] && ! command -v nvidia-smi >/dev/null 2>&1; then
 fi
 logs=${LDSHIM_GPU_LOGS:-$(mktemp -d /tmp/ldshim-gpu.XXXXXX)}
 mkdir -p "$logs"
+bin=$(mktemp -d /tmp/ldshim-gpu-bin.XXXXXX) # the programs built here, apart from the logs
+trap 'rm -rf "$bin"' EXIT
+echo "gpu: machine: $(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+    head -n 1), $(uname -r), $(ldd --version 2>&1 | head -n 1)"
 preload=$build/preload/libldshim_preload.so
 ldsearch=$build/tools/ldsearch/ldsearch
 n_ok=0 n_failed=0 n_skipped=0 failed_parts=""
@@ -137,9 +141,9 @@ if ! $have_toolkit; then
     verdict c-check SKIPPED "no CUDA Toolkit at $cuda (set CUDA_HOME)"
 elif ready c-check 90; then
     run_part "$logs/c-check-build.log" cc -std=gnu11 -O2 -Iinclude -I"$build/include" -I"$cuda/include" \
-        -o "$logs/gpu_check" tests/gpu/gpu_check.c -L"$build/lib" -lldshim -L"$cuda/lib64" -L"$cuda/lib64/stubs" \
+        -o "$bin/gpu_check" tests/gpu/gpu_check.c -L"$build/lib" -lldshim -L"$cuda/lib64" -L"$cuda/lib64/stubs" \
         -lcudart -lcuda -Wl,-rpath,"$build/lib:$cuda/lib64"
-    [ "$rc" -ne 0 ] || run_part "$logs/c-check.log" "$logs/gpu_check"
+    [ "$rc" -ne 0 ] || run_part "$logs/c-check.log" "$bin/gpu_check"
     show "$logs/c-check-build.log"
     [ ! -f "$logs/c-check.log" ] || show "$logs/c-check.log"
     conclude c-check "$(tail -n 1 "$log")"
@@ -153,9 +157,9 @@ if [ -z "$nvcc" ] || [ ! -f "$cuda/include/cuda.h" ]; then
     verdict static SKIPPED "no nvcc or CUDA headers (set CUDA_HOME)"
 elif ready static 90; then
     run_part "$logs/static-build.log" "$nvcc" -cudart static -O2 -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
-        -Iinclude -I"$build/include" -o "$logs/static_kinds" tests/gpu/static_kinds.c \
+        -Iinclude -I"$build/include" -o "$bin/static_kinds" tests/gpu/static_kinds.c \
         -L"$cuda/lib64/stubs" -lcuda -ldl
-    [ "$rc" -ne 0 ] || run_part "$logs/static.log" env "$hooks" LDSHIM_CUDA_HOOKS=1 "$logs/static_kinds"
+    [ "$rc" -ne 0 ] || run_part "$logs/static.log" env "$hooks" LDSHIM_CUDA_HOOKS=1 "$bin/static_kinds"
     show "$logs/static-build.log"
     [ ! -f "$logs/static.log" ] || show "$logs/static.log"
     conclude static "$(tail -n 1 "$log")"
@@ -173,9 +177,10 @@ framework() { # PART CAP MODULE ARGS... (MODULE: what to import, or "")
     ready "$part" "$cap" || return
     worst=0 notes="" skipped=""
     for args in "$@"; do
+        tag=${args##* } # its last word: the framework, or the variant
+        [ "$tag" = "$part" ] || tag=$part-$tag
         # shellcheck disable=SC2086 # ARGS is a list of options
-        run_part "$logs/$part.$(echo $args | tr -c 'a-z0-9\n' _).log" \
-            env "$hooks" LDSHIM_CUDA_HOOKS=1 "$py" tests/gpu/frameworks.py $args
+        run_part "$logs/$tag.log" env "$hooks" LDSHIM_CUDA_HOOKS=1 "$py" tests/gpu/frameworks.py $args
         # Its own lines (the frameworks' warnings stay in the log); the
         # log's end when it did not finish.
         grep -E '^(ok  |FAIL|MISMATCH|SKIPPED|skip |torch |cupy |jax |     )' "$log" | head -n 60
@@ -216,7 +221,7 @@ importable=$(echo "$importable" | tr ' ' '\n' | sort -u | tr '\n' ' ')
 
 # ---- ucx: UCX master built with CUDA, on the report's layout -----------------
 header "ucx (scripts/ucx-master.sh --cuda)"
-if ! grep -q -e '--cuda' scripts/ucx-master.sh 2>/dev/null; then
+if ! grep -qE '(^|[^a-z-])--cuda([^a-z-]|$)' scripts/ucx-master.sh 2>/dev/null; then
     verdict ucx SKIPPED "not in this tree (scripts/ucx-master.sh has no --cuda mode)"
 elif ready ucx 150; then
     # The tarball: LDSHIM_UCX_MASTER_TARBALL, else the script's default
