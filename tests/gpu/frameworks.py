@@ -104,7 +104,8 @@ class Checker:
         return info
 
     def _one(self, ptr):
-        """(agrees, line) for one byte."""
+        """(agrees, driver's type, registry's type, the line naming both) for
+        the byte at ptr."""
         t, dev, base, size = self.driver(ptr)
         r = self.registry(ptr)
         agree = r.type == t and (t not in (CUDA, MANAGED) or r.device == dev)
