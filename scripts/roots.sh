@@ -23,11 +23,22 @@ mkdir -p "$dir"
 
 packages=gcc,g++,libc6-dev,patchelf,ninja-build,pkg-config,python3,python3-jsonschema,nlohmann-json3-dev,libgtest-dev,libgmock-dev,libelf-dev,zlib1g-dev
 
+# What is mounted under a directory, deepest first, unmounted: a debootstrap
+# that failed can leave the half root's /proc mounted, which rm cannot remove.
+unmount_under() {
+    awk -v p="$1/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+        umount "$m" 2>/dev/null || umount -l "$m"
+    done
+}
+
 # One suite into DIR/SUITE, through DIR/SUITE.tmp so that an interrupted run
 # never leaves half a root where a test would take it for a whole one.  A
-# cached root made with another package list gets the missing ones.
+# cached root made with another package list gets the missing ones.  One run
+# at a time makes a suite (a second waits for the first's root).
 make_root() {
     suite=$1
+    exec 9>"$dir/$suite.lock"
+    flock 9
     if [ -x "$dir/$suite/usr/bin/env" ]; then
         if [ "$(cat "$dir/$suite.packages" 2>/dev/null)" != "$packages" ]; then
             # shellcheck disable=SC2046 # one word per package
@@ -40,6 +51,7 @@ make_root() {
         return 0
     fi
     mirror=$(./scripts/debian-mirror.sh "$suite") || return 1
+    unmount_under "$dir/$suite.tmp"
     rm -rf "$dir/$suite.tmp"
     start=$(date +%s)
     # A release newer than this debootstrap (forky on Debian 12) has no
@@ -49,6 +61,7 @@ make_root() {
     if ! debootstrap --variant=minbase --include="$packages" "$suite" "$dir/$suite.tmp" "$mirror" "$script" \
         >"$dir/$suite.log" 2>&1; then
         tail -n 20 "$dir/$suite.log" >&2
+        unmount_under "$dir/$suite.tmp"
         echo "roots: $suite: debootstrap failed (log: $dir/$suite.log)" >&2
         return 1
     fi
