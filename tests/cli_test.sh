@@ -47,13 +47,15 @@ tail -1 "$tmp/out" | grep -q 'libz.so.1$' || { fail=$((fail+1)); echo "FAIL dlop
 # --dlopen it applies to; one no later --dlopen follows is a usage error
 # (never a silent search from PROGRAM); why takes --from anywhere.
 mkdir -p "$tmp/from/lib/plug"
+# shellcheck disable=SC2016 # $ORIGIN is the loader's
 if echo 'int plug;' | ${CC:-cc} -shared -fPIC -x c -o "$tmp/from/lib/plug/libplug.so" - &&
     echo 'int a;' | ${CC:-cc} -shared -fPIC -x c -o "$tmp/from/lib/liba.so" -Wl,--enable-new-dtags,-rpath,'$ORIGIN/plug' - &&
     echo 'int main(void) { return 0; }' | ${CC:-cc} -x c -o "$tmp/from/prog" - -L"$tmp/from/lib" -Wl,--no-as-needed -la \
         -Wl,--enable-new-dtags,-rpath,'$ORIGIN/lib'; then
     check from_before_dlopen 0 "$LDSEARCH" --from liba.so --dlopen libplug.so "$tmp/from/prog"
-    grep -q "^  trying file=$tmp/from/lib/plug/libplug.so$" "$tmp/out" && tail -1 "$tmp/out" | grep -q "/lib/plug/libplug.so$" ||
-        { fail=$((fail+1)); echo "FAIL from_before_dlopen: not found through liba.so's RUNPATH"; cat "$tmp/out"; }
+    if ! grep -q "^  trying file=$tmp/from/lib/plug/libplug.so$" "$tmp/out" || ! tail -1 "$tmp/out" | grep -q "/lib/plug/libplug.so$"; then
+        fail=$((fail+1)); echo "FAIL from_before_dlopen: not found through liba.so's RUNPATH"; cat "$tmp/out"
+    fi
     check from_after_dlopen 2 "$LDSEARCH" --dlopen libplug.so --from liba.so "$tmp/from/prog"
     grep -q -- '--from liba.so applies to the --dlopen options after it, and none follows; put it first: ldsearch --from liba.so --dlopen NAME PROGRAM' "$tmp/err" ||
         { fail=$((fail+1)); echo "FAIL from_after_dlopen message"; cat "$tmp/err"; }

@@ -28,8 +28,10 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 real=$tmp/real/lib
 mkdir -p "$real"
-cp -a "$libdir"/libldshim.so* "$real/" && cp -a "$libdir/ldshim" "$real/" && cp "$preload" "$real/" ||
-    { echo "FAIL cannot lay out the install from $libdir"; exit 1; }
+if ! cp -a "$libdir"/libldshim.so* "$libdir/ldshim" "$preload" "$real/"; then
+    echo "FAIL cannot lay out the install from $libdir"
+    exit 1
+fi
 c=$tmp/case
 mkdir -p "$c/bin" "$c/lib/sub"
 # shellcheck disable=SC2016 # $ORIGIN is the loader's
