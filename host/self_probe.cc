@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdlib>
@@ -33,16 +34,69 @@ namespace {
 constexpr std::string_view kPlatformMarker = "/ldshim-probe-platform/";
 constexpr std::string_view kLibMarker = "/ldshim-probe-lib/";
 
-// LIBDIR/ldshim/probe next to the object holding this code (libldshim.so),
-// or LDSHIM_PROBE_DIR for a program that links ldshim statically.
-std::string probe_dir() {
+constexpr std::string_view kProbeSubdir = "/ldshim/probe";
+constexpr std::string_view kHelper = "/libldshim-probe.so";
+
+std::string dir_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void add_once(std::vector<std::string>& dirs, std::string dir) {
+    for (const auto& d : dirs)
+        if (d == dir) return;
+    dirs.push_back(std::move(dir));
+}
+
+// Where LIBDIR/ldshim/probe may be, in the order tried: beside the path the
+// object holding this code (libldshim.so) was loaded under (glibc's $ORIGIN
+// of it), then beside each symbolic link that path leads through, one
+// readlink at a time (a package view's link to a module tree's link to the
+// file), then beside the file itself (realpath).  An install reached
+// through links keeps its probe next to the real file.
+std::vector<std::string> library_dirs(std::string* loaded) {
+    std::vector<std::string> dirs;
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&library_dirs), &info) || !info.dli_fname || !*info.dli_fname) return dirs;
+    std::string path = info.dli_fname;
+    *loaded = path;
+    add_once(dirs, dir_of(path));
+    char buf[4096];
+    for (int hop = 0; hop < 40; ++hop) {  // glibc's MAXSYMLINKS
+        ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
+        if (n <= 0) break;
+        std::string target(buf, static_cast<std::size_t>(n));
+        path = target.starts_with('/') ? target : dir_of(path) + "/" + target;
+        add_once(dirs, dir_of(path));
+    }
+    if (realpath(info.dli_fname, buf)) add_once(dirs, dir_of(buf));
+    return dirs;
+}
+
+// LIBDIR/ldshim/probe: LDSHIM_PROBE_DIR for a program that links ldshim
+// statically, else the first of library_dirs() that holds the helper.
+// Empty, with what was looked for and where in *missing, when none does.
+std::string probe_dir(std::string* missing) {
     const char* env = getauxval(AT_SECURE) ? nullptr : std::getenv("LDSHIM_PROBE_DIR");
     if (env && *env) return env;
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&probe_dir), &info) || !info.dli_fname) return {};
-    std::string self = info.dli_fname;
-    auto slash = self.rfind('/');
-    return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/ldshim/probe";
+    std::string loaded;
+    std::vector<std::string> dirs = library_dirs(&loaded);
+    for (const auto& d : dirs) {
+        std::string candidate = d + std::string(kProbeSubdir);
+        if (access((candidate + std::string(kHelper)).c_str(), F_OK) == 0) return candidate;
+    }
+    if (dirs.empty()) {
+        *missing = "the path libldshim was loaded under is unknown";
+        return {};
+    }
+    std::string where;
+    for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d + std::string(kProbeSubdir);
+    *missing = "no " + std::string(kProbeSubdir.substr(1)) + std::string(kHelper) + " beside " + loaded +
+               (dirs.size() > 1 ? " or the files it links to" : "") + " (looked in " + where +
+               "); keep LIBDIR/ldshim/probe beside libldshim.so.0: link the whole install, or link "
+               "libldshim.so.0 itself rather than copying it";
+    return {};
 }
 
 struct Closer {
@@ -97,8 +151,10 @@ std::optional<SelfProbe> probe_own_loader(std::string* why) {
     };
     dlopen_fn open = libc_dlopen_function();
     if (!open) return fail("glibc's dlopen cannot be found");
-    const std::string dir = probe_dir();
-    const std::string helper_path = dir + "/libldshim-probe.so";
+    std::string missing;
+    const std::string dir = probe_dir(&missing);
+    if (dir.empty()) return fail("the loader probe cannot be found: " + missing);
+    const std::string helper_path = dir + std::string(kHelper);
     Handle helper(open(helper_path.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (!helper) {
         dlerror_fn last_error = libc_dlerror_function();

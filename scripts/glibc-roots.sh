@@ -1,7 +1,8 @@
 #!/bin/sh
 # Roots for the glibc versions Debian does not ship (2.28, 2.34, 2.35, 2.39,
 # and RHEL 8's and RHEL 9's patched 2.28 and 2.34), built from the sources
-# in $LDSHIM_GLIBC_SRC (default /work/shared/glibc, see its README.md) in the
+# in $LDSHIM_GLIBC_SRC (default ../shared/glibc beside the checkout, see its
+# README.md) in the
 # upstream x86-64 layout: --prefix=/usr, so ld.so and the shared libraries in
 # /lib64, the link-time files in /usr/lib64, ldconfig in /sbin.
 #
@@ -26,7 +27,9 @@
 # holds NAME-KEY.tar.xz and the root unpacked as NAME (NAME/.key says which
 # KEY), and NAME.log (build, install, smoke check).  KEY hashes the sources'
 # SHA256 (SHA256SUMS) and this script's recipe version; a root with the
-# current KEY is reused.  Builds run one at a time (a lock), at nice 19 with
+# current KEY is reused.  A NAME-KEY.tar.xz with the current KEY in
+# $LDSHIM_GLIBC_PREBUILT (default ../shared/glibc-roots beside the checkout,
+# checked against its SHA256SUMS) is taken instead of a build.  Builds run one at a time (a lock), at nice 19 with
 # make -j2, under $LDSHIM_GLIBC_BUILD_DIR (default /var/tmp/ldshim-glibc);
 # an interrupted build resumes after its last finished step.
 #
@@ -47,9 +50,11 @@ NAME: rhel8 rhel9 2.28 2.34 2.35 2.39 (default: all, rhel8 first).
   --help            this text
 Cache: LDSHIM_GLIBC_ROOTS_DIR (default /var/cache/ldshim/glibc-roots): NAME
 (the root), NAME-KEY.tar.xz, NAME.log.  Sources: LDSHIM_GLIBC_SRC (default
-/work/shared/glibc), cut-short tarballs completed from LDSHIM_GLIBC_GIT
-(default /work/.mirror/bminor+glibc/repo).  Builds: LDSHIM_GLIBC_BUILD_DIR
-(default /var/tmp/ldshim-glibc).  Needs root.
+../shared/glibc beside the checkout); a cut-short tarball is completed from
+the glibc git mirror LDSHIM_GLIBC_GIT names (none by default).  Roots built
+already: LDSHIM_GLIBC_PREBUILT (default ../shared/glibc-roots beside the
+checkout), NAME-KEY.tar.xz taken when KEY matches.  Builds:
+LDSHIM_GLIBC_BUILD_DIR (default /var/tmp/ldshim-glibc).  Needs root.
 Exit: 0 every root built or cached, 1 one failed, 77 none failed but some
 were skipped (or not root).
 EOF
@@ -61,10 +66,14 @@ EOF
 # the cached root on both.
 recipe=1
 root_recipe=1
-src=${LDSHIM_GLIBC_SRC:-/work/shared/glibc}
+# Inputs come from the checkout and ../shared beside it (as CI lays them
+# out), never from another absolute path.
+top=$(cd "$(dirname "$0")/.." && pwd)
+src=${LDSHIM_GLIBC_SRC:-$top/../shared/glibc}
+prebuilt=${LDSHIM_GLIBC_PREBUILT:-$top/../shared/glibc-roots}
 cache=${LDSHIM_GLIBC_ROOTS_DIR:-/var/cache/ldshim/glibc-roots}
 work=${LDSHIM_GLIBC_BUILD_DIR:-/var/tmp/ldshim-glibc}
-mirror=${LDSHIM_GLIBC_GIT:-/work/.mirror/bminor+glibc/repo}
+mirror=${LDSHIM_GLIBC_GIT:-}
 budget=""
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -133,7 +142,7 @@ build_key_of() {
     r=$(rhel_of "$1")
     # A cut-short tarball is completed from the mirror: its tag's commit too.
     { sum_of "glibc-$v.tar.xz"; [ -z "$r" ] || sum_of "$r.tar.xz"; echo "recipe $recipe"
-      tarball_whole "$v" || GIT_DIR=$mirror git rev-parse -q --verify "refs/tags/glibc-$v^{commit}" || true; } |
+      tarball_whole "$v" || { [ -z "$mirror" ] || GIT_DIR=$mirror git rev-parse -q --verify "refs/tags/glibc-$v^{commit}"; } || true; } |
         sha256sum | cut -c1-12
 }
 
@@ -237,8 +246,8 @@ source_tree() {
         fi
         return 0
     fi
-    if ! GIT_DIR=$mirror git rev-parse -q --verify "refs/tags/glibc-$1^{commit}" >/dev/null 2>&1; then
-        log "glibc-$1.tar.xz is cut short (no sysdeps/) and there is no git mirror with tag glibc-$1 at $mirror (LDSHIM_GLIBC_GIT)"
+    if [ -z "$mirror" ] || ! GIT_DIR=$mirror git rev-parse -q --verify "refs/tags/glibc-$1^{commit}" >/dev/null 2>&1; then
+        log "glibc-$1.tar.xz is cut short (no sysdeps/) and there is no git mirror with tag glibc-$1${mirror:+ at $mirror} (LDSHIM_GLIBC_GIT names one)"
         return 1
     fi
     n=$(xz -dc "$src/glibc-$1.tar.xz" | wc -c)
@@ -468,6 +477,25 @@ make_root() {
         echo "$key" >"$cache/$name.key"
         echo "glibc-roots: $name: cached, unpacked from $tarball in $(($(date +%s) - t0)) s"
         return 0
+    fi
+    # A root built already with this KEY (../shared/glibc-roots): into the
+    # cache as if built here, after its checksum.
+    if [ -f "$prebuilt/$name-$key.tar.xz" ]; then
+        want=$(awk -v f="$name-$key.tar.xz" '$2 == f { print $1 }' "$prebuilt/SHA256SUMS" 2>/dev/null)
+        got=$(sha256sum <"$prebuilt/$name-$key.tar.xz" | cut -d' ' -f1)
+        if [ -n "$want" ] && [ "$want" = "$got" ]; then
+            if ! cp "$prebuilt/$name-$key.tar.xz" "$tarball.tmp" || ! mv "$tarball.tmp" "$tarball"; then
+                echo "glibc-roots: $name: FAILED: cannot copy $prebuilt/$name-$key.tar.xz to $cache" >&2
+                return 1
+            fi
+            for old in "$cache/$name"-*.tar.xz; do
+                [ "$old" = "$tarball" ] || rm -f "$old"
+            done
+            echo "glibc-roots: $name: prebuilt in $prebuilt (key $key)"
+            make_root "$name"
+            return
+        fi
+        echo "glibc-roots: $name: $prebuilt/$name-$key.tar.xz does not match its SHA256SUMS there; building instead" >&2
     fi
     est=$(minutes_of "$name")
     if [ -n "$budget" ] && [ $((est * 60)) -gt $((budget - ($(date +%s) - start_all))) ]; then

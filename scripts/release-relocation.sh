@@ -15,6 +15,9 @@
 #              system's loader under LD_DEBUG=libs
 #   repair     the ucm-like dlopen interposer: fails without ldshim (asserted),
 #              loads the right library with LD_PRELOAD=DIR/lib/libldshim_preload.so
+#   hooks      bin/ldshim-hooks, run as unpacked and through a link, finds
+#              DIR/lib/libldshim_preload.so from its own place and logs the
+#              hooks' writes in a program built there
 # Prints each place's output, then one line per place: "repaired" or "not
 # repaired (reason, from LDSHIM_DEBUG=1)", with the other two results.
 # Exits 1 if any place has a failure, 0 otherwise.  Without root only this
@@ -60,6 +63,7 @@ if [ "${1:-}" = --inside ]; then
     echo "pkg-config --variable=prefix ldshim: $(pkg-config --variable=prefix ldshim)"
     run consumer consumer -Wl,-rpath,"$(pkg-config --variable=libdir ldshim)" || true
     run ldsearch ldsearch "$pkg/bin/ldsearch" "$version" ${LDSEARCH_PROGRAM:+"$LDSEARCH_PROGRAM"} || true
+    run hooks hooks "$pkg/bin/ldshim-hooks" "$pkg/lib/libldshim_preload.so" || true
     # The repair's line says "repaired", or why not: what LDSHIM_DEBUG=1
     # answered for libplug.so and the reason on its next line (without such
     # a line, the case's FAIL line).
@@ -184,7 +188,7 @@ for place in "$@"; do
     sed 's/^/  /' "$log"
     glibc=$(sed -n 's/^== glibc \([0-9.]*\).*/\1/p' "$log" | head -n 1)
     repair=$(sed -n 's/^RESULT repair: //p' "$log")
-    others=$(sed -n 's/^RESULT \(ldsearch\|consumer\|place\): /\1 /p' "$log" | paste -sd, - | sed 's/,/, /g')
+    others=$(sed -n 's/^RESULT \(ldsearch\|consumer\|hooks\|place\): /\1 /p' "$log" | paste -sd, - | sed 's/,/, /g')
     line="$place (glibc ${glibc:-?}): ${repair:-repair did not run}; $others"
     results="$results
   $line"

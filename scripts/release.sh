@@ -10,7 +10,10 @@
 #                                                    static start crashes on a DST in
 #                                                    LD_LIBRARY_PATH: bug 23462)
 #                         include/ldshim.h, ldshim_version.h
-#                         share/man/man1/ldsearch.1
+#                         bin/ldshim-hooks           the CUDA hooks' log; finds
+#                                                    ../lib/libldshim_preload.so
+#                                                    from its own place
+#                         share/man/man1/ldsearch.1, ldshim-hooks.1
 #                         lib/ldshim/...             what libldshim loads from
 #                                                    next to itself (the loader
 #                                                    probe), if the build has it
@@ -20,9 +23,9 @@
 #                                                    they find the prefix from
 #                                                    their own place at load time)
 #                         share/doc/ldshim/README.md, copyright (the MIT licence)
-# Nothing in it names an install prefix: unpack it anywhere.  ldshim-hooks
-# and the bash completion are left out (the first has the install prefix
-# written in; the Debian packages and `meson install` carry them).
+# Nothing in it names an install prefix: unpack it anywhere.  bin/ldshim-hooks
+# finds lib/libldshim_preload.so from its own place.  The bash completion is
+# left out (the Debian packages and `meson install` carry it).
 # Built inside the oldest Debian root (bullseye: glibc 2.31, gcc 10;
 # scripts/roots.sh) by its own compiler, buildtype=release, without tests;
 # libstdc++ and libgcc are linked statically into every binary by
@@ -183,7 +186,7 @@ echo "release: ldsearch static, glibc $host_glibc"
 # as the loader probe libldshim finds next to itself in lib/ldshim/, comes
 # with it) but for this list: files with the install prefix written in.
 # Nothing shipped may name the placeholder prefix (checked below).
-not_shipped="bin/ldshim-hooks share/man/man1/ldshim-hooks.1 share/bash-completion"
+not_shipped="share/bash-completion"
 stage=$root/tmp/$name-stage$sfx$prefix
 work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -193,7 +196,7 @@ for f in $not_shipped; do rm -rf "${pkg:?}/$f"; done
 find "$pkg" -depth -type d -empty -delete
 cp "$hb/tools/ldsearch/ldsearch" "$pkg/bin/ldsearch"
 "${tools}strip" "$pkg/bin/ldsearch"
-for f in bin/ldsearch lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
+for f in bin/ldsearch bin/ldshim-hooks share/man/man1/ldshim-hooks.1 lib/libldshim.so lib/libldshim.so.0 "lib/libldshim.so.$version" lib/libldshim_preload.so \
     lib/pkgconfig/ldshim.pc include/ldshim.h include/ldshim_version.h share/man/man1/ldsearch.1 \
     "share/modulefiles/ldshim/$version.lua" "share/modulefiles/ldshim/$version"; do
     [ -e "$pkg/$f" ] || fail "meson did not install $f"

@@ -42,6 +42,34 @@ check dlopen_missing 1 "$LDSEARCH" --dlopen libnothere.so /bin/true
 grep -q '^libnothere.so: cannot open shared object file: No such file or directory$' "$tmp/err" || { fail=$((fail+1)); echo "FAIL dlopen_missing message"; }
 check dlopen_found 0 "$LDSEARCH" --dlopen libz.so.1 /bin/true
 tail -1 "$tmp/out" | grep -q 'libz.so.1$' || { fail=$((fail+1)); echo "FAIL dlopen_found result"; }
+# --from orders: OBJECT has its own RUNPATH, so a search from PROGRAM
+# would miss what a search from OBJECT finds.  --from goes before the
+# --dlopen it applies to; one no later --dlopen follows is a usage error
+# (never a silent search from PROGRAM); why takes --from anywhere.
+mkdir -p "$tmp/from/lib/plug"
+# shellcheck disable=SC2016 # $ORIGIN is the loader's
+if echo 'int plug;' | ${CC:-cc} -shared -fPIC -x c -o "$tmp/from/lib/plug/libplug.so" - &&
+    echo 'int a;' | ${CC:-cc} -shared -fPIC -x c -o "$tmp/from/lib/liba.so" -Wl,--enable-new-dtags,-rpath,'$ORIGIN/plug' - &&
+    echo 'int main(void) { return 0; }' | ${CC:-cc} -x c -o "$tmp/from/prog" - -L"$tmp/from/lib" -Wl,--no-as-needed -la \
+        -Wl,--enable-new-dtags,-rpath,'$ORIGIN/lib'; then
+    check from_before_dlopen 0 "$LDSEARCH" --from liba.so --dlopen libplug.so "$tmp/from/prog"
+    if ! grep -q "^  trying file=$tmp/from/lib/plug/libplug.so$" "$tmp/out" || ! tail -1 "$tmp/out" | grep -q "/lib/plug/libplug.so$"; then
+        fail=$((fail+1)); echo "FAIL from_before_dlopen: not found through liba.so's RUNPATH"; cat "$tmp/out"
+    fi
+    check from_after_dlopen 2 "$LDSEARCH" --dlopen libplug.so --from liba.so "$tmp/from/prog"
+    grep -q -- '--from liba.so applies to the --dlopen options after it, and none follows; put it first: ldsearch --from liba.so --dlopen NAME PROGRAM' "$tmp/err" ||
+        { fail=$((fail+1)); echo "FAIL from_after_dlopen message"; cat "$tmp/err"; }
+    [ ! -s "$tmp/out" ] || { fail=$((fail+1)); echo "FAIL from_after_dlopen printed a search"; cat "$tmp/out"; }
+    check from_alone 2 "$LDSEARCH" --from liba.so "$tmp/from/prog"
+    check from_trailing_second 2 "$LDSEARCH" --from liba.so --dlopen libplug.so --from "$tmp/from/prog" "$tmp/from/prog"
+    check from_dlopen_from_dlopen 0 "$LDSEARCH" --from liba.so --dlopen libplug.so --from "$tmp/from/prog" --dlopen libz.so.1 "$tmp/from/prog"
+    check why_from_after_name 0 "$LDSEARCH" why libplug.so --from liba.so "$tmp/from/prog"
+    grep -q "^verdict: libplug.so: .*$tmp/from/lib/plug/libplug.so" "$tmp/out" || { fail=$((fail+1)); echo "FAIL why_from_after_name verdict"; cat "$tmp/out"; }
+    check why_from_before_name 0 "$LDSEARCH" why --from liba.so libplug.so "$tmp/from/prog"
+    check why_without_from 1 "$LDSEARCH" why libplug.so "$tmp/from/prog"
+else
+    fail=$((fail+1)); echo "FAIL from orders: cannot build the fixture with ${CC:-cc}"
+fi
 check env_option 2 "$LDSEARCH" --env PATH=/x /bin/true
 check path_lookup 0 "$LDSEARCH" true
 # The modes and options of issue 7.

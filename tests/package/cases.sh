@@ -19,6 +19,13 @@
 #                 CC has one and the case runs where it is built;
 #                 LD_PRELOAD=PRELOAD (after them) repairs each
 #                 (LDSHIM_DEBUG=1's lines are printed, indented)
+#   cases.sh hooks TOOL PRELOAD
+#                 ldshim-hooks (TOOL) as unpacked, and through a link to it
+#                 from another directory, defaults to PRELOAD (found from
+#                 its own place), runs a program that calls dlopen and
+#                 dlsym with that preload first in LD_PRELOAD, passes its
+#                 exit status on and prints the hooks' log with the
+#                 program's dlsym slot patched and nothing failed
 # Needs cc; consumer also pkg-config.  Scratch files go to the current
 # directory (consumer, ldsearch) or DIR (repair).
 # For a system without a compiler (scripts/glibc-roots.sh's roots), the
@@ -157,6 +164,40 @@ repair)
         ;;
     esac
     echo "repair: $n of $n interposers repaired ($cases)"
+    ;;
+
+hooks)
+    [ "$#" -eq 2 ] || fail "usage: cases.sh hooks TOOL PRELOAD"
+    tool=$1 preload=$2
+    # shellcheck disable=SC2086 # RUN's words
+    $RUN test -f "$preload" || fail "no preload library $preload"
+    mkdir -p hooks-link
+    ln -sf "$tool" hooks-link/ldshim-hooks
+    for t in "$tool" "$PWD/hooks-link/ldshim-hooks"; do
+        # shellcheck disable=SC2086
+        help=$($RUN "$t" --help) || fail "$t --help failed"
+        echo "$help" | grep -qF "(default: $preload," ||
+            fail "$t does not default to $preload: $(echo "$help" | grep -F 'default:')"
+        echo "$t --help: default $preload"
+    done
+    printf '%s\n' '#include <dlfcn.h>' \
+        'int main(void) {' \
+        '    void* h = dlopen("libc.so.6", RTLD_NOW);' \
+        '    return h && dlsym(h, "puts") ? 3 : 1;' '}' >hooks-prog.c
+    # shellcheck disable=SC2086 # CC's and LIBDL's words
+    $CC -O0 -o hooks-prog hooks-prog.c $LIBDL || fail "cannot build hooks-prog"
+    rc=0
+    # shellcheck disable=SC2086
+    out=$($RUN "$PWD/hooks-link/ldshim-hooks" -- "$PWD/hooks-prog" 2>&1) || rc=$?
+    echo "$out" | sed 's/^/  /'
+    if echo "$out" | grep -q '^ldshim: LDSHIM_CUDA_HOOKS: '; then
+        echo "hooks: this build has no CUDA hooks (no CUDA headers where it was built): the log is not checked"
+        exit 0
+    fi
+    [ "$rc" -eq 3 ] || fail "ldshim-hooks did not pass the program's exit status 3 on (exit $rc)"
+    echo "$out" | grep -Eq '^patched +<main program> +dlsym ' || fail "the program's dlsym slot is not patched in the log"
+    echo "$out" | grep -Eq '^[0-9]+ operations: [0-9]+ patched, [0-9]+ chained, 0 failed$' || fail "no log summary, or a write failed"
+    echo "hooks: ldshim-hooks through a link ran hooks-prog with $preload"
     ;;
 
 *)

@@ -16,6 +16,8 @@
  * get the preload's ucm_dlopen (the address is taken through a symbolic
  * relocation), which resolves from the real caller and hands libucm's
  * ucm_dlopen the full path.  UCM_LIKE_OFF=1 skips the patching: plain glibc.
+ * UCM_LIKE_LDSHIM=1 makes ucm_dlopen the patched libucm's (contrib/ucx/):
+ * it loads libldshim.so.0 by name and asks ldshim_dlopen_try first.
  * One file, one part per -DPART_*; build with -O0 so that no call to dlopen
  * becomes a tail call (the return address must stay inside the caller). */
 #define _GNU_SOURCE
@@ -40,10 +42,32 @@ void* host_load(const char* name) {
 
 static void* (*real_dlopen)(const char*, int);
 
+/* UCM_LIKE_LDSHIM=1: what UCX's patched libucm does (contrib/ucx/): load
+ * libldshim.so.0 by name with the real dlopen and ask ldshim_dlopen_try
+ * first, from its caller; its own dlopen only when that has no answer. */
+typedef int (*ldshim_try_fn)(void* (*)(const char*, int), const void*, const char*, int, void**);
+
+static ldshim_try_fn ldshim_try(void) {
+    static ldshim_try_fn fn;
+    static int checked;
+    const char* on = getenv("UCM_LIKE_LDSHIM");
+    if (!on || *on != '1') return NULL;
+    if (!checked) {
+        checked = 1;
+        void* h = real_dlopen("libldshim.so.0", RTLD_NOW | RTLD_LOCAL);
+        fn = h ? (ldshim_try_fn)dlsym(h, "ldshim_dlopen_try") : NULL;
+        if (!fn) printf("ucm-like: libldshim.so.0 not loaded: %s\n", dlerror());
+    }
+    return fn;
+}
+
 void* ucm_dlopen(const char* file, int mode) {
     /* What ucm does: its own bookkeeping, then the real dlopen from here. */
     printf("ucm-like: ucm_dlopen(\"%s\")\n", file ? file : "(null)");
     fflush(stdout);
+    ldshim_try_fn try_ = ldshim_try();
+    void* handle = NULL;
+    if (try_ && try_(real_dlopen, __builtin_return_address(0), file, mode, &handle) == 0) return handle;
     return real_dlopen(file, mode);
 }
 

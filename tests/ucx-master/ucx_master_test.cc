@@ -18,9 +18,11 @@
 #include "../support/test_machine.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 using namespace ldshim::difftest;
@@ -77,6 +79,21 @@ std::vector<std::pair<std::string, Row>>& table() {
 }
 const char* pf(bool b) { return b ? "PASS" : "FAIL"; }
 
+// A directory holding only a symbolic link libldshim.so.0 to the build's:
+// libldshim.so.0 linked into a directory on LD_LIBRARY_PATH, as `ln -s`,
+// package views and module trees do.  libldshim must find its probe beside
+// the file the link names.
+const std::string& linked_dir() {
+    static const std::string d = [] {
+        char tmpl[] = "/tmp/ldshim-ucx-master-linked-XXXXXX";
+        std::string dir = mkdtemp(tmpl) ? tmpl : "";
+        if (!dir.empty() && symlink(LDSHIM_LIB_DIR "/libldshim.so.0", (dir + "/libldshim.so.0").c_str()) != 0)
+            dir.clear();
+        return dir;
+    }();
+    return d;
+}
+
 void run(const Layout& l, Tree& t) {
     const std::string limit = "timeout 60";
     const std::string unpatched = build().dir + "/unpatched/lib", patched = build().dir + "/patched/lib";
@@ -123,6 +140,17 @@ void run(const Layout& l, Tree& t) {
         EXPECT_EQ(got[i + 4], got[i]) << l.name << rp << ": UCX_MEM_DLOPEN_LDSHIM=n differs from unpatched master";
         EXPECT_EQ(got[i + 1], got[i]) << l.name << rp << ": without libldshim the series differs from master";
     }
+    // The same through a linked libldshim.so.0.
+    ASSERT_FALSE(linked_dir().empty()) << "cannot make a directory with a link to libldshim.so.0";
+    const std::string linked = patched + ":" + linked_dir();
+    std::array<bool, 2> through_link{};
+    for (int norpath = 0; norpath < 2; ++norpath) {
+        std::string got_linked = mode(linked, norpath);
+        through_link[norpath] = ok(got_linked);
+        EXPECT_TRUE(through_link[norpath])
+            << l.name << (norpath ? " (PROCESS_RPATH=n)" : "") << ": patched master + a linked libldshim.so.0 gave "
+            << got_linked << ", glibc " << truth;
+    }
     const std::string debian = "/usr/" + ldshim::testmachine::lib_dir();
     if (sh("test -e " + debian + "/libucm.so.0 -a -e " + debian + "/libucs.so.0") == 0) {
         row.debian = pf(mode("", false) == truth);
@@ -133,9 +161,10 @@ void run(const Layout& l, Tree& t) {
     table().emplace_back(l.name, row);
     std::printf(
         "[ CASE     ] %-19s glibc: %-44s unpatched master: %s/%s  patched, no ldshim: %s/%s  "
-        "patched + ldshim: %s/%s  declining: %s/%s  switched off: %s/%s\n",
+        "patched + ldshim: %s/%s  linked ldshim: %s/%s  declining: %s/%s  switched off: %s/%s\n",
         l.name.c_str(), row.where.c_str(), pf(row.same[0]), pf(row.same[5]), pf(row.same[1]), pf(row.same[6]),
-        pf(row.same[2]), pf(row.same[7]), pf(row.same[3]), pf(row.same[8]), pf(row.same[4]), pf(row.same[9]));
+        pf(row.same[2]), pf(row.same[7]), pf(through_link[0]), pf(through_link[1]), pf(row.same[3]), pf(row.same[8]),
+        pf(row.same[4]), pf(row.same[9]));
 }
 
 class TablePrinter : public ::testing::EmptyTestEventListener {
@@ -195,6 +224,10 @@ int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     ::testing::UnitTest::GetInstance()->listeners().Append(new TablePrinter);
     int rc = RUN_ALL_TESTS();
+    if (!linked_dir().empty()) {
+        unlink((linked_dir() + "/libldshim.so.0").c_str());
+        rmdir(linked_dir().c_str());
+    }
     // Nothing ran without the build: say so to meson (77 = skipped).
     return rc == 0 && build().dir.empty() ? 77 : rc;
 }

@@ -92,7 +92,10 @@ After startup, dlopen calls can be emulated:
   --from OBJECT          the calling object for the following dlopens: PROGRAM
                          (the default) or an object loaded so far, named by
                          path, l_name or SONAME (a name several loaded
-                         objects answer to is refused: use the path)
+                         objects answer to is refused: use the path).  It
+                         goes before the --dlopen it applies to; a --from
+                         that no later --dlopen follows is a usage error
+                         (exit 2)
 
 Modelling the process:
   --keep-going           continue past missing libraries, as the loader does
@@ -355,6 +358,14 @@ ParseResult parse_options(int argc, char** argv) {
     if (o.mode == Mode::why)
         for (const auto& op : o.ops)
             if (op.kind != Op::Kind::from) return usage("why: --dlopen and friends do not apply; use --from");
+    // --from sets the caller of the --dlopens after it.  One that none
+    // follows would be ignored, and `--dlopen NAME --from OBJECT` (the
+    // order of `why NAME --from OBJECT`) would silently search from PROGRAM.
+    if (o.mode != Mode::why && !o.ops.empty() && o.ops.back().kind == Op::Kind::from) {
+        const std::string& from = o.ops.back().arg;
+        return usage("--from " + from + " applies to the --dlopen options after it, and none follows; put it first: " +
+                     "ldsearch --from " + from + " --dlopen NAME PROGRAM");
+    }
     return {std::move(o)};
 }
 

@@ -27,6 +27,28 @@ namespace {
 
 constexpr int kUsage = 2, kSelf = 125;
 
+// The preload as the install lays it out, found from this program's own
+// place (/proc/self/exe: links followed), LIBDIR relative to BINDIR, so that
+// the release tarball, a moved tree and a package each find their own.
+std::string default_preload() {
+#ifdef LDSHIM_PRELOAD_ABSOLUTE
+    return LDSHIM_PRELOAD_ABSOLUTE;
+#else
+    std::string rel = LDSHIM_PRELOAD_FROM_BINDIR;
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return rel;
+    std::string dir(buf, static_cast<std::size_t>(n));
+    dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+    while (rel.starts_with("../")) {
+        rel.erase(0, 3);
+        auto slash = dir.rfind('/');
+        dir.resize(slash == std::string::npos ? 0 : slash);
+    }
+    return dir + "/" + rel;
+#endif
+}
+
 void usage(std::FILE* to) {
     std::fprintf(to,
                  "Usage: ldshim-hooks [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -34,6 +56,7 @@ void usage(std::FILE* to) {
                  "the hooks' operation log: every GOT/pointer slot written, restored or not.\n"
                  "\n"
                  "  --preload PATH  the preload library (default: %s,\n"
+                 "                  where the install puts it beside this program,\n"
                  "                  or $LDSHIM_PRELOAD)\n"
                  "  --raw           print the log as tab-separated fields\n"
                  "  -o FILE         write the report to FILE instead of standard output\n"
@@ -44,7 +67,7 @@ void usage(std::FILE* to) {
                  "symbol, version the import names, slot address, old -> new value,\n"
                  "the function the hook calls, detail.\n"
                  "Exit status: COMMAND's; 125 if ldshim-hooks failed; 2 on a usage error.\n",
-                 LDSHIM_PRELOAD_DEFAULT);
+                 default_preload().c_str());
 }
 
 std::vector<std::string> split(const std::string& line) {
@@ -108,7 +131,7 @@ void report(std::istream& in, std::ostream& out, bool raw) {
 }
 
 struct Options {
-    std::string preload = std::getenv("LDSHIM_PRELOAD") ? std::getenv("LDSHIM_PRELOAD") : LDSHIM_PRELOAD_DEFAULT;
+    std::string preload = std::getenv("LDSHIM_PRELOAD") ? std::getenv("LDSHIM_PRELOAD") : default_preload();
     std::string output;  // empty: standard output
     bool raw = false;
     int command = 0;  // COMMAND's index in argv
@@ -221,8 +244,9 @@ int main(int argc, char** argv) {
     Options o;
     if (auto done = parse_options(argc, argv, o)) return *done;
     if (access(o.preload.c_str(), R_OK) != 0) {
-        std::fprintf(stderr, "ldshim-hooks: cannot read the preload library %s: %s\n", o.preload.c_str(),
-                     std::strerror(errno));
+        std::fprintf(stderr,
+                     "ldshim-hooks: cannot read the preload library %s: %s (give its path with --preload PATH)\n",
+                     o.preload.c_str(), std::strerror(errno));
         return kSelf;
     }
     char log_path[] = "/tmp/ldshim-hooks-log-XXXXXX";
