@@ -31,14 +31,16 @@ void* hooked(void* found, int id, const char* version) {
     if (def.kind == HookKind::loader) return found;
     if (def.version && version && std::strcmp(def.version, version) != 0) return found;
     if (reinterpret_cast<void*>(def.fn) == found) return found;
-    // The hook calls one function for every caller: handed out for another
-    // definition (another library's, another namespace's), it would call
-    // the wrong one.
+    // The hook calls one function for every caller, so it stands in only
+    // for that one.  Not for another definition (another library's, another
+    // namespace's): it would call the wrong one.  Not while another tool's
+    // hook is chained in front of the definition: that tool looks up what it
+    // wraps by name (UCX's ucm does, at its first call), and the hook would
+    // lead it back into itself.
     void* current = nullptr;
     if (publish_next(id, found, &current))
         adopt_companions(found, def.kind);
-    else if (other_definition(reinterpret_cast<std::uintptr_t>(found), reinterpret_cast<std::uintptr_t>(current),
-                              def.name))
+    else if (current != found)
         return found;
     g_active_paths.fetch_or(def.kind == HookKind::proc ? LDSHIM_PATH_PROC_ADDRESS : 0, std::memory_order_relaxed);
     return def.fn;
