@@ -11,7 +11,8 @@
 #   user namespace when not root): no network device but a loopback that is
 #   down, so nothing a program sends can leave; host name and IPC private.
 # Both runs start in the current directory with stdin from /dev/null, under
-# a timeout (S seconds, default 300), without core files.  When the outputs
+# a timeout (S seconds, default 300), without core files; "[HOST:PID]" in
+# their output (Open MPI's messages) is compared as "[HOST:PID]".  When the outputs
 # differ the plain run is made again: a program whose two plain runs differ
 # is reported as nondeterministic and not compared.  A crash under the hooks
 # is run again under gdb (when installed), and its stack printed.
@@ -70,6 +71,9 @@ run() {
         (ulimit -c 0 && exec timeout -k 5 "$secs" $isolate "$@") </dev/null >"$tmp/$t.out" 2>"$tmp/$t.err"
     fi
     echo $? >"$tmp/$t.rc"
+    # Open MPI's messages name the process as [HOST:PID]: the PID is not the
+    # program's output.
+    sed -i 's/\[\([^]:[:space:]]*\):[0-9][0-9]*\]/[\1:PID]/g' "$tmp/$t.out" "$tmp/$t.err"
 }
 same() { # TAG TAG
     [ "$(cat "$tmp/$1.rc")" = "$(cat "$tmp/$2.rc")" ] && cmp -s "$tmp/$1.out" "$tmp/$2.out" &&
