@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages="g++ gcc meson ninja-build pkg-config libelf-dev zlib1g-dev libgtest-dev libgmock-dev \
 libbenchmark-dev nlohmann-json3-dev python3-jsonschema pax-utils python3-pyelftools libucx-dev ucx-utils openmpi-bin patchelf util-linux hyperfine strace clang lld valgrind \
 libclang-rt-14-dev heaptrack uftrace fakechroot clang-format clang-tidy shellcheck python3-numpy \
-python3-scipy python3-mpi4py r-base-core lmod tcl ccache autoconf automake libtool make git"
+python3-scipy python3-mpi4py python3-torch gdb r-base-core lmod tcl ccache autoconf automake libtool make git"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -18,6 +18,15 @@
 #   scripts/ucx-master.sh           build if needed, run the checks; last line of stdout: the cache dir
 #   scripts/ucx-master.sh --build   build if needed, run nothing; last line of stdout: the cache dir
 #   scripts/ucx-master.sh --check   only say whether the build is cached (stdout: the cache dir)
+#   scripts/ucx-master.sh --cuda --build|--check
+#       the same two builds configured --with-cuda against the CUDA Toolkit
+#       (LDSHIM_CUDA_HOME, default /usr/local/cuda): libucm, libucs and
+#       libucm_cuda (lib/ucx/libucm_cuda.so), no gtest, in a cache of their
+#       own.  configure insists on NVML, which only uct's CUDA transports
+#       use (not built here): a stand-in nvml.h and libnvidia-ml.so made at
+#       configure time satisfy it.  No checks: tests/ucx-master's
+#       ucx-master-cuda test runs them against the project's fake driver
+#       and runtime.
 #
 # The cache dir holds unpatched/ and patched/ (install prefixes: lib/ holds
 # libucm and libucs), their source and build trees (patched-build/test/gtest/gtest
@@ -51,6 +60,12 @@ skip() {
 }
 
 mode=run
+cuda=""
+if [ "${1:-}" = --cuda ]; then
+    cuda=${LDSHIM_CUDA_HOME:-/usr/local/cuda}
+    shift
+    [ -n "${1:-}" ] || set -- --build
+fi
 case "${1:-}" in
     --check) mode=check ;;
     --build) mode=build ;;
@@ -74,14 +89,24 @@ fi
 set -- "$series_dir"/*.patch
 [ -f "$1" ] || skip "no patches in $series_dir"
 
+cuda_recipe="--with-cuda=CUDA NVCC=/bin/false, stand-in nvml.h + libnvidia-ml.so (cc -shared), no gtest (recipe 1)"
 key=$({
     sha256sum <"$tarball"
     echo "$recipe"
+    [ -z "$cuda" ] || echo "$cuda_recipe $cuda"
     cat "$@"
 } | sha256sum | cut -c1-16)
 dir=$cache/$key
+[ -z "$cuda" ] || dir=$cache/cuda-$key
 
-built() { [ -f "$dir/done" ] && [ -e "$dir/patched/lib/libucm.so.0" ] && [ -x "$dir/patched-build/test/gtest/gtest" ]; }
+built() {
+    [ -f "$dir/done" ] && [ -e "$dir/patched/lib/libucm.so.0" ] || return 1
+    if [ -n "$cuda" ]; then
+        [ -e "$dir/patched/lib/ucx/libucm_cuda.so.0" ] && [ -e "$dir/unpatched/lib/ucx/libucm_cuda.so.0" ]
+    else
+        [ -x "$dir/patched-build/test/gtest/gtest" ]
+    fi
+}
 
 if [ "$mode" = check ]; then
     if built; then
@@ -105,6 +130,7 @@ if ! built; then
         command -v "$tool" >/dev/null 2>&1 || need="$need $tool"
     done
     [ -z "$need" ] || skip "missing tools:$need (apt-get install autoconf automake libtool git g++ make xz-utils)"
+    [ -z "$cuda" ] || [ -f "$cuda/include/cuda.h" ] || skip "no CUDA Toolkit at $cuda (set LDSHIM_CUDA_HOME)"
 
     start=$(date +%s)
     rm -rf "$dir"
@@ -144,6 +170,16 @@ if ! built; then
 --without-xpmem --without-go --without-java --without-valgrind --disable-doxygen-doc --without-fuse3 \
 --without-mad --without-ugni --without-gdrcopy --without-efa --without-mlx5 --without-bfd"
 
+    if [ -n "$cuda" ]; then
+        # NVML for configure only: its header check and nvmlInit in a library.
+        mkdir -p "$dir/nvml"
+        printf '%s\n' '/* stand-in for configure: UCX'"'"'s ucm does not use NVML */' \
+            'typedef int nvmlReturn_t;' 'nvmlReturn_t nvmlInit(void);' >"$dir/nvml/nvml.h"
+        printf '%s\n' 'int nvmlInit(void) { return 0; }' >"$dir/nvml/nvml.c"
+        step "NVML stand-in for configure" cc -shared -fPIC -o "$dir/nvml/libnvidia-ml.so" "$dir/nvml/nvml.c"
+        common="$common CPPFLAGS=-I$dir/nvml LDFLAGS=-L$dir/nvml NVCC=/bin/false"
+        common=$(echo "$common" | sed "s|--without-cuda|--with-cuda=$cuda|")
+    fi
     step "unpacking $(basename "$tarball") (unpatched)" unpack "$dir/unpatched-src"
     step "unpacking $(basename "$tarball") (patched)" unpack "$dir/patched-src"
     for p in "$@"; do
@@ -151,6 +187,20 @@ if ! built; then
             git -c user.name=ucx-master.sh -c user.email=ucx-master@localhost am -q '$p'"
     done
     build unpatched "$common"
+    if [ -n "$cuda" ]; then
+        build patched "$common"
+        for v in unpatched patched; do
+            [ -e "$dir/$v/lib/ucx/libucm_cuda.so.0" ] || {
+                say "failed: no $dir/$v/lib/ucx/libucm_cuda.so.0 (configure did not take CUDA? see $log)"
+                exit 1
+            }
+        done
+        echo "$(basename "$tarball") --with-cuda=$cuda, series: $(for p in "$@"; do basename "$p"; done |
+            tr '\n' ' ')" >"$dir/done"
+        say "built in $(($(date +%s) - start)) s: $dir"
+        echo "$dir"
+        exit 0
+    fi
     build patched "$common --enable-gtest"
     # The ucm part of UCX's gtest: its fixtures, googletest, and a gtest
     # binary from the common sources and ucm/malloc_hook.cc only (the full
@@ -168,7 +218,7 @@ common/gtest-test_watchdog.o common/gtest-test.o ucm/gtest-malloc_hook.o"
 else
     say "cached: $dir"
 fi
-if [ "$mode" = build ]; then
+if [ "$mode" = build ] || [ -n "$cuda" ]; then
     echo "$dir"
     exit 0
 fi

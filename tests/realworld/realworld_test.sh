@@ -5,6 +5,14 @@
 # "N searches in M processes: all identical", with no log line skipped.
 # A program that is not installed is SKIPPED, with its Debian package.
 #   tests/realworld/realworld_test.sh LDSEARCH MPI_LOOPBACK_ENV
+#   tests/realworld/realworld_test.sh LDSEARCH MPI_LOOPBACK_ENV --hooks PRELOAD [HAVE_CUDA_HOOKS]
+# With --hooks, the same programs are not diffed but each run as it is and
+# under ldshim's CUDA hooks (LD_PRELOAD=PRELOAD LDSHIM_CUDA_HOOKS=1), by
+# tests/realworld/hooks_run.sh: same exit status and output, no crash
+# (SKIPPED when HAVE_CUDA_HOOKS is 0: a build without CUDA's headers).
+# Two cases are run in both modes: python3 importing every extension module
+# of Debian's packages (tests/realworld/import_all.py) and a small CPU
+# workload with Debian's python3-torch (tests/realworld/torch_cpu.py).
 # MPI and UCX keep to loopback with scripts/mpi-loopback.env (meson runs
 # this script under tests/loopback's guard).
 # Each process is modelled with the environment it started with (R's
@@ -16,10 +24,24 @@ set -a
 . "$2"
 set +a
 case $LDSEARCH in /*) ;; *) LDSEARCH=$PWD/$LDSEARCH ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+preload=""
+if [ "${3:-}" = --hooks ]; then
+    preload=$4
+    case $preload in /*) ;; *) preload=$PWD/$preload ;; esac
+    [ "${5:-1}" = 1 ] || {
+        echo "SKIPPED: built without CUDA's headers, LDSHIM_CUDA_HOOKS=1 installs no hook"
+        exit 77
+    }
+    [ -z "${LDSHIM_TEST_EMULATOR:-}" ] || {
+        echo "SKIPPED: this machine's programs cannot load a preload built for $LDSHIM_TEST_EMULATOR"
+        exit 77
+    }
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-pass=0 fail=0 skipped=0
+pass=0 fail=0 skipped=0 nondeterministic=0 crashed=0
 
 # case NAME PACKAGE NEEDS COMMAND...: NEEDS is a program or a python module
 # ("py:numpy") that must be there.
@@ -34,6 +56,21 @@ case_() {
         echo "[ SKIPPED  ] $name: $needs is not installed (Debian package $package)"
         return
     }
+    if [ -n "$preload" ]; then
+        sh "$here/hooks_run.sh" "$preload" "$name" -- "$@" >"$tmp/hooks"
+        rc=$?
+        cat "$tmp/hooks"
+        case $rc in
+            0) if grep -q '^\[ NONDETERM\]' "$tmp/hooks"; then
+                   nondeterministic=$((nondeterministic + 1))
+               else
+                   pass=$((pass + 1))
+               fi ;;
+            2) crashed=$((crashed + 1)) fail=$((fail + 1)) ;;
+            *) fail=$((fail + 1)) ;;
+        esac
+        return
+    fi
     timeout 300 "$LDSEARCH" --diff -- "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     summary=$(grep -E '^[0-9]+ (of [0-9]+ )?searches in [0-9]+ process' "$tmp/out" | tail -n 1)
@@ -69,5 +106,13 @@ case_ "perl with XS modules" perl perl perl -MPOSIX -MSocket -MList::Util -e 1
 case_ "systemctl (RUNPATH to systemd's private libraries)" systemd systemctl systemctl --version
 case_ "apt-cache (method processes)" apt apt-cache apt-cache policy bash
 case_ "tar -J (execs xz)" tar xz tar -cJf "$tmp/x.tar.xz" -C /etc hostname
-echo "$pass passed, $fail failed, $skipped skipped"
+case_ "python3: every extension module of Debian's packages" python3 python3 \
+    /usr/bin/python3 "$here/import_all.py"
+case_ "python3-torch: a small CPU workload" python3-torch py:torch /usr/bin/python3 "$here/torch_cpu.py"
+if [ -n "$preload" ]; then
+    echo "$pass same under the hooks, $nondeterministic nondeterministic (not compared)," \
+        "$((fail - crashed)) different, $crashed crashed, $skipped skipped"
+else
+    echo "$pass passed, $fail failed, $skipped skipped"
+fi
 [ "$fail" -eq 0 ]
