@@ -43,6 +43,7 @@ void* hooked(void* found, int id, const char* version) {
     else if (current != found)
         return found;
     g_active_paths.fetch_or(def.kind == HookKind::proc ? LDSHIM_PATH_PROC_ADDRESS : 0, std::memory_order_relaxed);
+    g_handed_out[id].store(true, std::memory_order_release);
     return def.fn;
 }
 

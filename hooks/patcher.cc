@@ -600,8 +600,13 @@ std::vector<Patcher::Candidate> Patcher::decide_locked(std::vector<Candidate> fo
         } else if (other_definition(target, reinterpret_cast<std::uintptr_t>(current), def.name)) {
             continue;  // the hook would call the published definition instead of this slot's
         } else if (current != v && theirs && !is_foreign(reinterpret_cast<std::uintptr_t>(current), def.name)) {
-            // Another hooker took this function over: every hook call goes
-            // through it, so it sees the calls it asked to see.
+            // Another hooker took this function over.  If the hook was handed
+            // out by name, that tool may hold it as its original (UCX's ucm
+            // looks its original up so): chained behind it, the hook would call
+            // it back for ever.  Its slot is left to it -- its calls reach the
+            // hook anyway.  Else every hook call goes through it, so it sees the
+            // calls it asked to see.
+            if (g_handed_out[c.id].load(std::memory_order_acquire)) continue;
             replace_next(c.id, v);
         }
         c.foreign = theirs;

@@ -54,6 +54,7 @@ const std::array<int, kHookCount>& by_name() {
 }  // namespace
 
 std::atomic<void*> g_next[kHookCount];
+std::atomic<bool> g_handed_out[kHookCount];
 std::atomic<unsigned> g_active_paths{0};
 
 namespace {

@@ -84,6 +84,9 @@ inline F next(HookId id) {
 bool publish_next(int id, void* fn, void** current);
 // Publishes `fn` in place of what hook `id` calls (another hooker took over).
 void replace_next(int id, void* fn);
+// Whether hook `id` was handed out by name (dlsym, a driver entry point): a
+// tool may hold it as the original its own hook calls.
+extern std::atomic<bool> g_handed_out[kHookCount];
 
 // The interception paths in use (LDSHIM_PATH_* bits).
 extern std::atomic<unsigned> g_active_paths;

@@ -46,6 +46,10 @@ cd "$(dirname "$0")/.."
 # once into the cache (4-5 min cold on 2 cores), for the ucx-master suite,
 # which only reads it.
 ./scripts/ucx-master.sh --build >/dev/null || echo "ucx-master: not built; the ucx-master suite will say SKIPPED"
+# The same two builds with ucm's CUDA module, for ucx-master-cuda (about
+# 4 min cold).
+./scripts/ucx-master.sh --cuda --build >/dev/null ||
+    echo "ucx-master --cuda: not built; the ucx-master-cuda test will say SKIPPED"
 # The patched libucm of the ucx-patched suite, from Debian's UCX source: built
 # here, since that suite runs under the loopback guard and reaches no archive.
 ./scripts/ucx-patched.sh >/dev/null || echo "ucx-patched: not built; the ucx-patched suite will say SKIPPED"
