@@ -27,13 +27,19 @@ struct Slot {
     std::atomic<void*> arg{nullptr};
 };
 Slot g_subs[kMaxSubscribers];
+// One past the highest slot ever taken: an event reads no slot when nobody
+// ever subscribed, and only those up to it otherwise.
+std::atomic<int> g_subs_end{0};
 std::mutex g_subs_mu;
 
 void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintptr_t base, std::size_t length,
             const char* fn) {
     ldshim_mem_event_t ev{
         kind, static_cast<ldshim_memtype_t>(type), device, reinterpret_cast<const void*>(base), length, fn};
-    for (Slot& s : g_subs) {
+    int end = g_subs_end.load(std::memory_order_acquire);
+    if (end == 0) return;
+    for (int i = 0; i < end; ++i) {
+        Slot& s = g_subs[i];
         Callback cb;
         void* arg;
         unsigned a, b;
@@ -102,12 +108,14 @@ void undo_free(const Removed& r, const char* fn) {
 
 bool subscribe(Callback cb, void* arg) {
     std::lock_guard lock(g_subs_mu);
-    for (Slot& s : g_subs) {
+    for (int i = 0; i < kMaxSubscribers; ++i) {
+        Slot& s = g_subs[i];
         if (s.cb.load(std::memory_order_relaxed)) continue;
         s.seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
         s.arg.store(arg, std::memory_order_relaxed);
         s.cb.store(cb, std::memory_order_relaxed);
         s.seq.fetch_add(1, std::memory_order_release);
+        if (g_subs_end.load(std::memory_order_relaxed) <= i) g_subs_end.store(i + 1, std::memory_order_release);
         return true;
     }
     return false;
