@@ -42,6 +42,13 @@ void* tag_node(const void* node, bool leaf) {
     return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(node) | (leaf ? 1 : 0));
 }
 
+// Adds to a counter only the writer changes (under the writer lock): a load
+// and a store, not a locked read-modify-write, which would wait for the
+// update's stores to drain first.  Readers load it relaxed.
+void bump(std::atomic<std::size_t>& c, std::size_t by) {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 std::size_t leaf_rank(const Leaf* l, std::uintptr_t x) { return detail::rank<kLeafKeys>(l->key, l->n, x); }
 std::size_t inner_rank(const Inner* in, std::uintptr_t x) { return detail::rank<kInnerKeys>(in->key, in->n, x); }
 const void* child_at(const Inner* in, std::size_t c) { return __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE); }
@@ -136,7 +143,7 @@ void* Registry::pool_get(bool leaf) {
             throw std::bad_alloc();
         }
         slabs_.back() = slab;
-        held_bytes_.fetch_add(kSlab, std::memory_order_relaxed);
+        bump(held_bytes_, kSlab);
         std::size_t sz = node_bytes(leaf);
         for (std::size_t off = kSlab; off >= sz; off -= sz) {
             void* b = static_cast<char*>(slab) + off - sz;
@@ -375,29 +382,73 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         node = in->child[c];
     }
     const auto* l = static_cast<const Leaf*>(node);
-    Flat out[kLeafKeys + 2];
-    bool changed = false;
-    std::size_t n = splice(l, base, last, add, out, &changed);
-    if (!changed) return true;  // removing a gap
-    if (n > kLeafKeys || (parent && n < kLeafMin)) return false;
-    if (!leftmost && out[0].base != l->key[0]) return false;  // a separator would change
-    pending_.reserve(pending_.size() + 1);                    // retiring the old leaf cannot fail once published
+    // What the hooks do nearly always: a range put into a gap, or one entry
+    // removed exactly.  The new leaf is the old one's columns with one
+    // element let in or left out, copied without a branch per entry; the
+    // padding keys (~0) come along.
+    const std::size_t n0 = l->n;
+    const std::size_t c = leaf_rank(l, base);
+    std::size_t n;
     const void* fresh = &kEmptyLeaf;
-    if (n > 0) {
+    if (add && (c == 0 || l->last[c - 1] < base) && (c == n0 || l->key[c] > last)) {
+        n = n0 + 1;
+        if (n > kLeafKeys || (!leftmost && c == 0)) return false;  // a split, or a separator would change
+        pending_.reserve(pending_.size() + 1);                     // retiring the old leaf cannot fail once published
         Leaf* nl = static_cast<Leaf*>(pool_get(true));
-        for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
+        for (std::size_t i = 0; i < kLeafKeys; ++i) {
+            std::size_t from = i - static_cast<std::size_t>(i > c);
+            nl->key[i] = l->key[from];
+            nl->last[i] = l->last[from];
+            nl->tag[i] = l->tag[from];
+            nl->device[i] = l->device[from];
+        }
+        put(nl, c, *add);
         nl->n = static_cast<std::uint16_t>(n);
         nl->fresh = 0;
-        leaf_pad(nl);
         fresh = nl;
+    } else if (!add && c > 1 - static_cast<std::size_t>(leftmost) && n0 > 1 && l->key[c - 1] == base &&
+               l->last[c - 1] == last) {
+        // Entry c - 1 goes (not the first of a leaf with a separator in
+        // front of it, nor the last one of the root leaf).
+        n = n0 - 1;
+        if (parent && n < kLeafMin) return false;  // a merge
+        pending_.reserve(pending_.size() + 1);
+        Leaf* nl = static_cast<Leaf*>(pool_get(true));
+        for (std::size_t i = 0; i < kLeafKeys; ++i) {
+            std::size_t from = i + static_cast<std::size_t>(i >= c - 1);
+            from = from < kLeafKeys ? from : kLeafKeys - 1;
+            nl->key[i] = l->key[from];
+            nl->last[i] = l->last[from];
+            nl->tag[i] = l->tag[from];
+            nl->device[i] = l->device[from];
+        }
+        nl->key[n] = kTop;
+        nl->n = static_cast<std::uint16_t>(n);
+        nl->fresh = 0;
+        fresh = nl;
+    } else {
+        Flat out[kLeafKeys + 2];
+        bool changed = false;
+        n = splice(l, base, last, add, out, &changed);
+        if (!changed) return true;  // removing a gap
+        if (n > kLeafKeys || (parent && n < kLeafMin)) return false;
+        if (!leftmost && out[0].base != l->key[0]) return false;  // a separator would change
+        pending_.reserve(pending_.size() + 1);
+        if (n > 0) {
+            Leaf* nl = static_cast<Leaf*>(pool_get(true));
+            for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
+            nl->n = static_cast<std::uint16_t>(n);
+            nl->fresh = 0;
+            leaf_pad(nl);
+            fresh = nl;
+        }
     }
     if (parent)
         __atomic_store_n(&parent->child[slot], fresh, __ATOMIC_RELEASE);
     else
         root_.store(reinterpret_cast<std::uintptr_t>(fresh), std::memory_order_release);
-    live_bytes_.fetch_add((n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0),
-                          std::memory_order_relaxed);
-    count_.fetch_add(n - l->n, std::memory_order_relaxed);
+    bump(live_bytes_, (n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0));
+    bump(count_, n - l->n);
     retire(l, true);
     return true;
 }
@@ -671,8 +722,8 @@ void Registry::commit() {
         retire(untag(t), is_leaf_tag(t));
     }
     for (void* t : dropped_) pool_put(t);
-    live_bytes_.fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);
-    count_.fetch_add(static_cast<std::size_t>(work_count_), std::memory_order_relaxed);
+    bump(live_bytes_, static_cast<std::size_t>(bytes));
+    bump(count_, static_cast<std::size_t>(work_count_));
     fresh_.clear();
     replaced_.clear();
     dropped_.clear();
