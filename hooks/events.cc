@@ -78,6 +78,11 @@ void on_alloc(memtype::Type type, std::uintptr_t base, std::size_t length, int d
 }
 
 namespace {
+// [base, base+length), which the registry described as `was`, is gone.
+Removed freed(const memtype::Info& was, std::uintptr_t base, std::size_t length, const char* fn) {
+    notify(LDSHIM_EVENT_FREE, was.type, was.device, base, length, fn);
+    return {true, was.type, was.device, base, length};
+}
 // Removes [base, base+length), which the registry describes as `was`.
 Removed remove_range(std::uintptr_t base, std::size_t length, const memtype::Info& was, const char* fn) {
     try {
@@ -85,16 +90,19 @@ Removed remove_range(std::uintptr_t base, std::size_t length, const memtype::Inf
     } catch (...) {
         return {};
     }
-    notify(LDSHIM_EVENT_FREE, was.type, was.device, base, length, fn);
-    return {true, was.type, was.device, base, length};
+    return freed(was, base, length, fn);
 }
 }  // namespace
 
 Removed on_free(std::uintptr_t base, const char* fn) {
     if (!base) return {};
-    memtype::Info i = memtype::Registry::global().lookup(base);
-    if (i.type == memtype::Type::unregistered || i.base != base) return {};
-    return remove_range(base, i.length, i, fn);
+    memtype::Info was;
+    try {
+        if (!memtype::Registry::global().remove_range_at(base, &was)) return {};
+    } catch (...) {
+        return {};  // out of memory: the range stays registered
+    }
+    return freed(was, base, was.length, fn);
 }
 
 Removed on_free_range(std::uintptr_t base, std::size_t length, const char* fn) {

@@ -346,6 +346,24 @@ void Registry::remove(std::uintptr_t base, std::size_t length) {
     edit(base, last, nullptr);
 }
 
+bool Registry::remove_range_at(std::uintptr_t base, Info* was) {
+    std::lock_guard<WriterLock> lock(write_mu_);
+    std::uintptr_t r = root_.load(std::memory_order_relaxed);
+    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
+        const auto* in = static_cast<const Inner*>(node);
+        node = in->child[inner_rank(in, base)];
+    }
+    const auto* l = static_cast<const Leaf*>(node);
+    std::size_t c = leaf_rank(l, base);
+    if (c == 0 || l->key[c - 1] != base) return false;
+    Flat e = get(l, c - 1);
+    *was = {static_cast<Type>(e.tag & 0xff), e.device, e.base, span_length(e.base, e.last), e.tag >> 8};
+    dom_->prepare_writer();
+    edit(e.base, e.last, nullptr);
+    return true;
+}
+
 void Registry::retire_tree(const void* node, unsigned h) {
     if (h > 0) {
         const auto* in = static_cast<const Inner*>(node);

@@ -165,6 +165,10 @@ public:
     // Forgets [base, base+length); a range partly inside is cut (split if the
     // hole is in its middle).  length 0 does nothing.
     void remove(std::uintptr_t base, std::size_t length);
+    // Forgets the range that starts exactly at base, if there is one (a
+    // free): one search under the writer lock, with no lookup before it.
+    // Returns whether it did, and *was: what the range was.
+    bool remove_range_at(std::uintptr_t base, Info* was);
     void clear();
 
     // The range containing p, or the gap around it.  Wait-free.
