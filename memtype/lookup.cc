@@ -140,15 +140,11 @@ __attribute__((target("avx512f,popcnt"))) Info find_avx512(std::uintptr_t r, std
     return answer(lf, leaf_rank512(lf, x), p, hi, length, spans);
 }
 
-// The writer's searches (registry.cc), with the same compares: the keys
-// <= p, clamped to n (for p == ~0 the unused keys count too).
+// The writer's search (registry.cc), with the same compares: the keys <= p,
+// clamped to n (for p == ~0 the unused keys count too).
 __attribute__((target("avx512f,popcnt"))) std::size_t inner_count512(const Inner* in, std::uintptr_t p) noexcept {
     std::size_t c = inner_rank512(in, p, _mm512_set1_epi64(static_cast<long long>(p)));
     return c < in->n ? c : in->n;
-}
-__attribute__((target("avx512f,popcnt"))) std::size_t leaf_count512(const Leaf* lf, std::uintptr_t p) noexcept {
-    std::size_t c = leaf_rank512(lf, _mm512_set1_epi64(static_cast<long long>(p)));
-    return c < lf->n ? c : lf->n;
 }
 
 // AVX2: each compare gives -1 per key > x; the sum over a node is minus the
@@ -203,10 +199,6 @@ __attribute__((target("avx2,popcnt"))) std::size_t inner_count256(const Inner* i
     std::size_t c = inner_rank256(in, p, _mm256_set1_epi64x(static_cast<long long>(p) ^ kBias));
     return c < in->n ? c : in->n;
 }
-__attribute__((target("avx2,popcnt"))) std::size_t leaf_count256(const Leaf* lf, std::uintptr_t p) noexcept {
-    std::size_t c = leaf_rank256(lf, _mm256_set1_epi64x(static_cast<long long>(p) ^ kBias));
-    return c < lf->n ? c : lf->n;
-}
 #endif
 
 #if defined(__x86_64__)
@@ -256,9 +248,9 @@ Info find_first(std::uintptr_t r, std::uintptr_t p, std::size_t length, bool* sp
 
 constinit std::atomic<FindFn> g_find{find_first};
 
-// The search the lookups use, for the writer: a vector compare of the
-// node's keys instead of a chain of dependent loads (a quarter of an
-// update's time).  Before the first lookup has chosen, the scalar one.
+// The search the lookups use, for the writer's fuller interior nodes: a
+// vector compare of the node's keys instead of a chain of dependent loads.
+// Before the first lookup has chosen, the scalar one.
 std::size_t writer_rank(const Inner* in, std::uintptr_t p) noexcept {
 #if defined(__x86_64__)
     FindFn f = g_find.load(std::memory_order_relaxed);
@@ -267,15 +259,6 @@ std::size_t writer_rank(const Inner* in, std::uintptr_t p) noexcept {
 #endif
     return rank<kInnerKeys>(in->key, in->n, p);
 }
-std::size_t writer_rank(const Leaf* lf, std::uintptr_t p) noexcept {
-#if defined(__x86_64__)
-    FindFn f = g_find.load(std::memory_order_relaxed);
-    if (f == find_avx512) return leaf_count512(lf, p);
-    if (f == find_avx2) return leaf_count256(lf, p);
-#endif
-    return rank<kLeafKeys>(lf->key, lf->n, p);
-}
-
 bool use_isa(Isa isa) noexcept {
     if (!cpu_has(isa)) return false;
     g_find.store(find_for(isa), std::memory_order_relaxed);

@@ -133,10 +133,9 @@ template <std::size_t N>
 using FindFn = Info (*)(std::uintptr_t root, std::uintptr_t p, std::size_t length, bool* spans) noexcept;
 extern std::atomic<FindFn> g_find;
 enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
-// The writer's searches: the number of a node's keys <= p (clamped to its
-// n), with the compares of the search the lookups use.
+// The writer's search in an interior node: the number of its keys <= p
+// (clamped to its n), with the compares of the search the lookups use.
 std::size_t writer_rank(const Inner* in, std::uintptr_t p) noexcept;
-std::size_t writer_rank(const Leaf* lf, std::uintptr_t p) noexcept;
 // Tests and benchmarks: use this search from now on; false (nothing
 // changed) where the CPU lacks it.
 bool use_isa(Isa isa) noexcept;
