@@ -2,9 +2,6 @@
 
 #include "memtype/epoch.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -119,31 +116,6 @@ std::uintptr_t min_key(const void* node, unsigned h) {
     return static_cast<const Leaf*>(node)->key[0];
 }
 }  // namespace
-
-void WriterLock::wait() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-        int free = 0;
-        if (held_.load(std::memory_order_relaxed) == 0 &&
-            held_.compare_exchange_weak(free, 1, std::memory_order_acquire))
-            return;
-        if (spins < 64) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#elif defined(__aarch64__)
-            asm volatile("yield");
-#endif
-        } else if (spins < 1024) {
-            sched_yield();
-        } else {
-            // The holder is not running (a real-time waiter that sched_yield
-            // would not step aside for, or a stopped thread): sleep.
-            struct timespec ts {
-                0, 50'000
-            };
-            nanosleep(&ts, nullptr);
-        }
-    }
-}
 
 // ---- construction, pools, reclamation ----------------------------------------
 
@@ -329,7 +301,7 @@ std::vector<Info> Registry::entries() const {
 std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type type, int device) {
     if (length == 0) return 0;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
-    std::lock_guard<WriterLock> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     dom_->prepare_writer();
     std::uint64_t gen = next_generation_;
     Flat add{base, last, gen << 8 | static_cast<std::uint8_t>(type), device};
@@ -341,13 +313,13 @@ std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type typ
 void Registry::remove(std::uintptr_t base, std::size_t length) {
     if (length == 0) return;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
-    std::lock_guard<WriterLock> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     dom_->prepare_writer();
     edit(base, last, nullptr);
 }
 
 bool Registry::remove_range_at(std::uintptr_t base, Info* was) {
-    std::lock_guard<WriterLock> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     std::uintptr_t r = root_.load(std::memory_order_relaxed);
     const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
     for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
@@ -373,7 +345,7 @@ void Registry::retire_tree(const void* node, unsigned h) {
 }
 
 void Registry::clear() {
-    std::lock_guard<WriterLock> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     // Room to retire every node (at most live / 256 of them) before unlinking them.
     pending_.reserve(pending_.size() + live_bytes_.load(std::memory_order_relaxed) / sizeof(Inner) + 1);
     std::uintptr_t r = root_.load(std::memory_order_relaxed);

@@ -3,7 +3,7 @@
 // The ranges live in a copy-on-write B+tree.  Readers (lookup) are
 // wait-free: they take no lock, allocate nothing and never see a torn entry,
 // because every node they can reach is immutable; a writer publishes a change
-// with one atomic pointer store.  One writer at a time (a mutex) copies only
+// with one atomic pointer store.  One writer at a time (a futex lock) copies only
 // what changes:
 //   - most updates touch one leaf and keep its first key: the new leaf is
 //     swapped into its parent's child slot in place, so readers keep every
@@ -19,6 +19,7 @@
 // that ends at the very top of the address space is representable.
 #pragma once
 
+#include "host/futex_mutex.h"
 #include "memtype/epoch.h"
 
 #include <atomic>
@@ -29,25 +30,6 @@
 #include <vector>
 
 namespace ldshim::memtype {
-
-// The writer lock: held for one update (tens of nanoseconds), so a waiter
-// spins, then yields, then sleeps, instead of parking in the kernel.  Taking
-// it is one compare-and-swap and giving it back one plain release store,
-// where a std::mutex costs a second locked instruction (about 10 ns here,
-// waiting for the update's stores to drain) and glibc's checks of the
-// mutex type around both.
-class WriterLock {
-public:
-    void lock() noexcept {
-        int free = 0;
-        if (__builtin_expect(!held_.compare_exchange_strong(free, 1, std::memory_order_acquire), 0)) wait();
-    }
-    void unlock() noexcept { held_.store(0, std::memory_order_release); }
-
-private:
-    void wait() noexcept;  // registry.cc
-    std::atomic<int> held_{0};
-};
 
 // Values match ldshim_memtype_t in ldshim.h.
 enum class Type : std::uint8_t { unregistered = 0, host = 1, host_pinned = 2, cuda = 3, cuda_managed = 4 };
@@ -241,7 +223,10 @@ private:
     alignas(64) std::atomic<std::size_t> count_{0};
     std::atomic<std::size_t> live_bytes_{0};
     std::atomic<std::size_t> held_bytes_{0};
-    WriterLock write_mu_;
+    // The writer lock: a futex word (host/futex_mutex.h), one compare-and-swap
+    // to take and one exchange to give back, inline; std::mutex went through
+    // pthread_mutex_lock/unlock and their checks of the mutex type.
+    host::FutexMutex write_mu_;
     std::uint64_t next_generation_ = 1;
     // The update in progress: the tree it builds, what it allocated, what it
     // unlinks from the published tree, and what it built then discarded.
