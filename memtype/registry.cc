@@ -430,14 +430,17 @@ const Leaf* leaf_without(Leaf* nl, const Leaf* l, std::size_t j) {
 bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
     std::uintptr_t r = root_.load(std::memory_order_relaxed);
     const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    Inner* grand = nullptr;
     Inner* parent = nullptr;
-    std::size_t slot = 0;
+    std::size_t gslot = 0, slot = 0;
     bool leftmost = true;
     for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
         auto* in = static_cast<Inner*>(const_cast<void*>(node));
         std::size_t c = inner_rank(in, base);
         if (c < in->n && last >= in->key[c]) return false;  // reaches the next subtree
         leftmost = leftmost && c == 0;
+        grand = parent;
+        gslot = slot;
         parent = in;
         slot = c;
         node = in->child[c];
@@ -463,6 +466,11 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         if (parent && n < kLeafMin) return false;  // a merge
         pending_.reserve(pending_.size() + 1);
         fresh = leaf_without(static_cast<Leaf*>(pool_get(true)), l, c - 1);
+    } else if (!add && c == 1 && slot > 0 && n0 > kLeafMin && l->key[0] == base && l->last[0] == last) {
+        // The leaf's first range goes, as when frees come in allocation
+        // order: the separator in front of it changes too.
+        remove_first(l, parent, slot, grand, gslot, r & kHeightMask);
+        return true;
     } else {
         Flat out[kLeafKeys + 2];
         bool changed = false;
@@ -488,6 +496,36 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
     bump(count_, n - l->n);
     retire(l, true);
     return true;
+}
+
+// Removes the first range of leaf l, child `slot` (> 0) of parent, which
+// keeps at least kLeafMin: a copy of the parent with the next range's base
+// as the separator in front of the new leaf replaces it with one store into
+// the grandparent's slot (or the root), without the general path's
+// bookkeeping.
+void Registry::remove_first(const Leaf* l, const Inner* parent, std::size_t slot, Inner* grand, std::size_t gslot,
+                            std::uintptr_t height) {
+    pending_.reserve(pending_.size() + 2);  // retiring cannot fail once published
+    auto* np = static_cast<Inner*>(pool_get(false));
+    Leaf* nl = nullptr;
+    try {
+        nl = static_cast<Leaf*>(pool_get(true));
+    } catch (...) {
+        pool_put(tag_node(np, false));
+        throw;
+    }
+    leaf_without(nl, l, 0);
+    std::memcpy(static_cast<void*>(np), parent, sizeof(Inner));
+    np->key[slot - 1] = nl->key[0];
+    np->child[slot] = nl;
+    np->fresh = 0;
+    if (grand)
+        __atomic_store_n(&grand->child[gslot], np, __ATOMIC_RELEASE);
+    else
+        root_.store(reinterpret_cast<std::uintptr_t>(np) | height, std::memory_order_release);
+    bump(count_, ~std::size_t{0});  // one range fewer; as many nodes as before
+    retire(l, true);
+    retire(parent, false);
 }
 
 // Collects the entries that overlap [base, last] into overlap_, in order.

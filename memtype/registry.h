@@ -185,6 +185,8 @@ private:
     // Update, writer side (registry.cc).
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     bool edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    void remove_first(const detail::Leaf* l, const detail::Inner* parent, std::size_t slot, detail::Inner* grand,
+                      std::size_t gslot, std::uintptr_t height);
     void edit_tree(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     void collect(const void* node, unsigned h, std::uintptr_t base, std::uintptr_t last);
     void tx_insert(const Flat& e);
