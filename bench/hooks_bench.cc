@@ -5,7 +5,11 @@
 // left is the hook: its guard, what it calls, the device query, the
 // registry insert or remove, the subscriber dispatch).
 //
-//   build-release/bench/hooks_bench [--rounds N] [--quick]
+//   build-release/bench/hooks_bench [--rounds N] [--live N] [--quick]
+//
+// --live N registers N ranges below all the others first (longer-lived
+// allocations), so that the ranges a round frees in order are not the
+// registry's first ones.
 //
 // Each round calls one allocation function kBatch times (kBatch live ranges
 // at the end), then its free kBatch times, directly and then through the
@@ -53,6 +57,9 @@ constexpr std::size_t kSize = 4096;
 // Addresses the caller supplies (cudaHostRegister, cuMemMap): below the
 // fixtures' own, never touched.
 constexpr std::uintptr_t kUserBase = 0x20000000;
+// --live: ranges registered below everything else, 64 KiB apart.
+constexpr std::uintptr_t kLiveBase = 0x01000000;
+constexpr int kMaxLive = (kUserBase - kLiveBase) >> 16;
 
 std::uintptr_t g_ptr[kBatch];  // what the allocations of a batch returned
 unsigned long long g_vmm = 0;  // a cuMemCreate handle
@@ -239,17 +246,21 @@ bool check(const Entry& e, Fn a, Fn f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int rounds = 301;
+    int rounds = 301, live = 0;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
             rounds = 3;
         } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
             rounds = std::max(1, std::atoi(argv[++i]));
+        } else if (std::strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
+            live = std::clamp(std::atoi(argv[++i]), 0, kMaxLive);
         } else {
-            std::fprintf(stderr, "usage: hooks_bench [--rounds N] [--quick]\n");
+            std::fprintf(stderr, "usage: hooks_bench [--rounds N] [--live N] [--quick]\n");
             return 2;
         }
     }
+    for (int i = 0; i < live; ++i)
+        ldshim_memtype_insert(vp(kLiveBase + (std::uintptr_t(i) << 16)), kSize, LDSHIM_MEM_CUDA, 0);
     Fn direct_a[kEntryCount], direct_f[kEntryCount], hooked_a[kEntryCount], hooked_f[kEntryCount];
     for (int k = 0; k < kEntryCount; ++k) {
         direct_a[k] = read_slot(kEntries[k].alloc_slot);
@@ -282,7 +293,10 @@ int main(int argc, char** argv) {
     }
     if (!ok) return 1;
 
-    std::printf("%d rounds of %d calls; medians of ns per call, and of each round's difference\n", rounds, kBatch);
+    std::printf(
+        "%d rounds of %d calls, %d other ranges registered; medians of ns per call, and of each round's "
+        "difference\n",
+        rounds, kBatch, live);
     std::printf("%-30s %8s %8s %8s %7s | %-20s %8s %8s %8s %7s\n", "allocation", "direct", "hooked", "added", "ratio",
                 "free", "direct", "hooked", "added", "ratio");
     double worst = 0, pair_async = 0;
