@@ -27,13 +27,19 @@ struct Slot {
     std::atomic<void*> arg{nullptr};
 };
 Slot g_subs[kMaxSubscribers];
+// One past the highest slot ever taken: an event reads no slot when nobody
+// ever subscribed, and only those up to it otherwise.
+std::atomic<int> g_subs_end{0};
 std::mutex g_subs_mu;
 
 void notify(ldshim_event_kind_t kind, memtype::Type type, int device, std::uintptr_t base, std::size_t length,
             const char* fn) {
     ldshim_mem_event_t ev{
         kind, static_cast<ldshim_memtype_t>(type), device, reinterpret_cast<const void*>(base), length, fn};
-    for (Slot& s : g_subs) {
+    int end = g_subs_end.load(std::memory_order_acquire);
+    if (end == 0) return;
+    for (int i = 0; i < end; ++i) {
+        Slot& s = g_subs[i];
         Callback cb;
         void* arg;
         unsigned a, b;
@@ -72,6 +78,11 @@ void on_alloc(memtype::Type type, std::uintptr_t base, std::size_t length, int d
 }
 
 namespace {
+// [base, base+length), which the registry described as `was`, is gone.
+Removed freed(const memtype::Info& was, std::uintptr_t base, std::size_t length, const char* fn) {
+    notify(LDSHIM_EVENT_FREE, was.type, was.device, base, length, fn);
+    return {true, was.type, was.device, base, length};
+}
 // Removes [base, base+length), which the registry describes as `was`.
 Removed remove_range(std::uintptr_t base, std::size_t length, const memtype::Info& was, const char* fn) {
     try {
@@ -79,16 +90,19 @@ Removed remove_range(std::uintptr_t base, std::size_t length, const memtype::Inf
     } catch (...) {
         return {};
     }
-    notify(LDSHIM_EVENT_FREE, was.type, was.device, base, length, fn);
-    return {true, was.type, was.device, base, length};
+    return freed(was, base, length, fn);
 }
 }  // namespace
 
 Removed on_free(std::uintptr_t base, const char* fn) {
     if (!base) return {};
-    memtype::Info i = memtype::Registry::global().lookup(base);
-    if (i.type == memtype::Type::unregistered || i.base != base) return {};
-    return remove_range(base, i.length, i, fn);
+    memtype::Info was;
+    try {
+        if (!memtype::Registry::global().remove_range_at(base, &was)) return {};
+    } catch (...) {
+        return {};  // out of memory: the range stays registered
+    }
+    return freed(was, base, was.length, fn);
 }
 
 Removed on_free_range(std::uintptr_t base, std::size_t length, const char* fn) {
@@ -102,12 +116,14 @@ void undo_free(const Removed& r, const char* fn) {
 
 bool subscribe(Callback cb, void* arg) {
     std::lock_guard lock(g_subs_mu);
-    for (Slot& s : g_subs) {
+    for (int i = 0; i < kMaxSubscribers; ++i) {
+        Slot& s = g_subs[i];
         if (s.cb.load(std::memory_order_relaxed)) continue;
         s.seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
         s.arg.store(arg, std::memory_order_relaxed);
         s.cb.store(cb, std::memory_order_relaxed);
         s.seq.fetch_add(1, std::memory_order_release);
+        if (g_subs_end.load(std::memory_order_relaxed) <= i) g_subs_end.store(i + 1, std::memory_order_release);
         return true;
     }
     return false;

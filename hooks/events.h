@@ -3,7 +3,7 @@
 // registry updates (insert after a successful allocation, remove before the
 // real free), subscriber callbacks, and the few driver/runtime queries a hook
 // needs (current device, allocation size).  No locks on this path except the
-// registry's writer mutex, which every insert or remove takes.
+// registry's writer lock, which every insert or remove takes.
 #pragma once
 
 #include "hooks/table.h"

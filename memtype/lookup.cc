@@ -140,6 +140,13 @@ __attribute__((target("avx512f,popcnt"))) Info find_avx512(std::uintptr_t r, std
     return answer(lf, leaf_rank512(lf, x), p, hi, length, spans);
 }
 
+// The writer's search (registry.cc), with the same compares: the keys <= p,
+// clamped to n (for p == ~0 the unused keys count too).
+__attribute__((target("avx512f,popcnt"))) std::size_t inner_count512(const Inner* in, std::uintptr_t p) noexcept {
+    std::size_t c = inner_rank512(in, p, _mm512_set1_epi64(static_cast<long long>(p)));
+    return c < in->n ? c : in->n;
+}
+
 // AVX2: each compare gives -1 per key > x; the sum over a node is minus the
 // keys above x.
 #define LDSHIM_AVX2 __attribute__((target("avx2,popcnt"), always_inline)) inline
@@ -186,6 +193,11 @@ __attribute__((target("avx2,popcnt"))) Info find_avx2(std::uintptr_t r, std::uin
     const auto* lf = static_cast<const Leaf*>(node);
     prefetch_columns(lf);
     return answer(lf, leaf_rank256(lf, xb), p, hi, length, spans);
+}
+
+__attribute__((target("avx2,popcnt"))) std::size_t inner_count256(const Inner* in, std::uintptr_t p) noexcept {
+    std::size_t c = inner_rank256(in, p, _mm256_set1_epi64x(static_cast<long long>(p) ^ kBias));
+    return c < in->n ? c : in->n;
 }
 #endif
 
@@ -236,6 +248,17 @@ Info find_first(std::uintptr_t r, std::uintptr_t p, std::size_t length, bool* sp
 
 constinit std::atomic<FindFn> g_find{find_first};
 
+// The search the lookups use, for the writer's fuller interior nodes: a
+// vector compare of the node's keys instead of a chain of dependent loads.
+// Before the first lookup has chosen, the scalar one.
+std::size_t writer_rank(const Inner* in, std::uintptr_t p) noexcept {
+#if defined(__x86_64__)
+    FindFn f = g_find.load(std::memory_order_relaxed);
+    if (f == find_avx512) return inner_count512(in, p);
+    if (f == find_avx2) return inner_count256(in, p);
+#endif
+    return rank<kInnerKeys>(in->key, in->n, p);
+}
 bool use_isa(Isa isa) noexcept {
     if (!cpu_has(isa)) return false;
     g_find.store(find_for(isa), std::memory_order_relaxed);

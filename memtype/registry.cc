@@ -42,8 +42,27 @@ void* tag_node(const void* node, bool leaf) {
     return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(node) | (leaf ? 1 : 0));
 }
 
-std::size_t leaf_rank(const Leaf* l, std::uintptr_t x) { return detail::rank<kLeafKeys>(l->key, l->n, x); }
-std::size_t inner_rank(const Inner* in, std::uintptr_t x) { return detail::rank<kInnerKeys>(in->key, in->n, x); }
+// Adds to a counter only the writer changes (under the writer lock): a load
+// and a store, not a locked read-modify-write, which would wait for the
+// update's stores to drain first.  Readers load it relaxed.
+void bump(std::atomic<std::size_t>& c, std::size_t by) {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+// The writer's searches.  A few keys are counted one after another: the
+// compares are independent of each other, so the processor runs them side
+// by side, where the lookup's scalar binary search is a chain of dependent
+// loads (a quarter of an update's time).  A fuller interior node is
+// compared with the vector search the lookups use (detail::writer_rank).
+std::size_t count_le_n(const std::uintptr_t* k, std::size_t n, std::uintptr_t x) {
+    std::size_t c = 0;
+    for (std::size_t i = 0; i < n; ++i) c += static_cast<std::size_t>(k[i] <= x);
+    return c;
+}
+std::size_t leaf_rank(const Leaf* l, std::uintptr_t x) { return count_le_n(l->key, l->n, x); }
+std::size_t inner_rank(const Inner* in, std::uintptr_t x) {
+    return in->n <= kLeafKeys ? count_le_n(in->key, in->n, x) : detail::writer_rank(in, x);
+}
 const void* child_at(const Inner* in, std::size_t c) { return __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE); }
 }  // namespace
 
@@ -136,7 +155,7 @@ void* Registry::pool_get(bool leaf) {
             throw std::bad_alloc();
         }
         slabs_.back() = slab;
-        held_bytes_.fetch_add(kSlab, std::memory_order_relaxed);
+        bump(held_bytes_, kSlab);
         std::size_t sz = node_bytes(leaf);
         for (std::size_t off = kSlab; off >= sz; off -= sz) {
             void* b = static_cast<char*>(slab) + off - sz;
@@ -282,7 +301,7 @@ std::vector<Info> Registry::entries() const {
 std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type type, int device) {
     if (length == 0) return 0;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
-    std::lock_guard<std::mutex> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     dom_->prepare_writer();
     std::uint64_t gen = next_generation_;
     Flat add{base, last, gen << 8 | static_cast<std::uint8_t>(type), device};
@@ -294,9 +313,27 @@ std::uint64_t Registry::insert(std::uintptr_t base, std::size_t length, Type typ
 void Registry::remove(std::uintptr_t base, std::size_t length) {
     if (length == 0) return;
     std::uintptr_t last = length - 1 > kTop - base ? kTop : base + (length - 1);
-    std::lock_guard<std::mutex> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     dom_->prepare_writer();
     edit(base, last, nullptr);
+}
+
+bool Registry::remove_range_at(std::uintptr_t base, Info* was) {
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
+    std::uintptr_t r = root_.load(std::memory_order_relaxed);
+    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
+        const auto* in = static_cast<const Inner*>(node);
+        node = in->child[inner_rank(in, base)];
+    }
+    const auto* l = static_cast<const Leaf*>(node);
+    std::size_t c = leaf_rank(l, base);
+    if (c == 0 || l->key[c - 1] != base) return false;
+    Flat e = get(l, c - 1);
+    *was = {static_cast<Type>(e.tag & 0xff), e.device, e.base, span_length(e.base, e.last), e.tag >> 8};
+    dom_->prepare_writer();
+    edit(e.base, e.last, nullptr);
+    return true;
 }
 
 void Registry::retire_tree(const void* node, unsigned h) {
@@ -308,7 +345,7 @@ void Registry::retire_tree(const void* node, unsigned h) {
 }
 
 void Registry::clear() {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    std::lock_guard<host::FutexMutex> lock(write_mu_);
     // Room to retire every node (at most live / 256 of them) before unlinking them.
     pending_.reserve(pending_.size() + live_bytes_.load(std::memory_order_relaxed) / sizeof(Inner) + 1);
     std::uintptr_t r = root_.load(std::memory_order_relaxed);
@@ -353,6 +390,37 @@ std::size_t splice(const Leaf* l, std::uintptr_t base, std::uintptr_t last, cons
     if (add && !added) out[k++] = *add;
     return k;
 }
+
+// nl = l with e let in at position c (l has room), or with entry j left
+// out: its columns copied with one element shifted, branch-free, padding
+// keys (~0) included.
+const Leaf* leaf_with(Leaf* nl, const Leaf* l, std::size_t c, const Flat& e) {
+    for (std::size_t i = 0; i < kLeafKeys; ++i) {
+        std::size_t from = i - static_cast<std::size_t>(i > c);
+        nl->key[i] = l->key[from];
+        nl->last[i] = l->last[from];
+        nl->tag[i] = l->tag[from];
+        nl->device[i] = l->device[from];
+    }
+    put(nl, c, e);
+    nl->n = static_cast<std::uint16_t>(l->n + 1);
+    nl->fresh = 0;
+    return nl;
+}
+const Leaf* leaf_without(Leaf* nl, const Leaf* l, std::size_t j) {
+    for (std::size_t i = 0; i < kLeafKeys; ++i) {
+        std::size_t from = i + static_cast<std::size_t>(i >= j);
+        from = from < kLeafKeys ? from : kLeafKeys - 1;
+        nl->key[i] = l->key[from];
+        nl->last[i] = l->last[from];
+        nl->tag[i] = l->tag[from];
+        nl->device[i] = l->device[from];
+    }
+    nl->n = static_cast<std::uint16_t>(l->n - 1);
+    nl->key[nl->n] = kTop;
+    nl->fresh = 0;
+    return nl;
+}
 }  // namespace
 
 // The common update: everything it changes lies in one leaf, which keeps its
@@ -362,44 +430,102 @@ std::size_t splice(const Leaf* l, std::uintptr_t base, std::uintptr_t last, cons
 bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
     std::uintptr_t r = root_.load(std::memory_order_relaxed);
     const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
+    Inner* grand = nullptr;
     Inner* parent = nullptr;
-    std::size_t slot = 0;
+    std::size_t gslot = 0, slot = 0;
     bool leftmost = true;
     for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
         auto* in = static_cast<Inner*>(const_cast<void*>(node));
         std::size_t c = inner_rank(in, base);
         if (c < in->n && last >= in->key[c]) return false;  // reaches the next subtree
         leftmost = leftmost && c == 0;
+        grand = parent;
+        gslot = slot;
         parent = in;
         slot = c;
         node = in->child[c];
     }
     const auto* l = static_cast<const Leaf*>(node);
-    Flat out[kLeafKeys + 2];
-    bool changed = false;
-    std::size_t n = splice(l, base, last, add, out, &changed);
-    if (!changed) return true;  // removing a gap
-    if (n > kLeafKeys || (parent && n < kLeafMin)) return false;
-    if (!leftmost && out[0].base != l->key[0]) return false;  // a separator would change
-    pending_.reserve(pending_.size() + 1);                    // retiring the old leaf cannot fail once published
+    // What the hooks do nearly always: a range put into a gap, or one entry
+    // removed exactly (leaf_with, leaf_without); anything else goes through
+    // splice.
+    const std::size_t n0 = l->n;
+    const std::size_t c = leaf_rank(l, base);
+    std::size_t n;
     const void* fresh = &kEmptyLeaf;
-    if (n > 0) {
-        Leaf* nl = static_cast<Leaf*>(pool_get(true));
-        for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
-        nl->n = static_cast<std::uint16_t>(n);
-        nl->fresh = 0;
-        leaf_pad(nl);
-        fresh = nl;
+    if (add && (c == 0 || l->last[c - 1] < base) && (c == n0 || l->key[c] > last)) {
+        n = n0 + 1;
+        if (n > kLeafKeys || (!leftmost && c == 0)) return false;  // a split, or a separator would change
+        pending_.reserve(pending_.size() + 1);                     // retiring the old leaf cannot fail once published
+        fresh = leaf_with(static_cast<Leaf*>(pool_get(true)), l, c, *add);
+    } else if (!add && c > 1 - static_cast<std::size_t>(leftmost) && n0 > 1 && l->key[c - 1] == base &&
+               l->last[c - 1] == last) {
+        // Entry c - 1 goes (not the first of a leaf with a separator in
+        // front of it, nor the last one of the root leaf).
+        n = n0 - 1;
+        if (parent && n < kLeafMin) return false;  // a merge
+        pending_.reserve(pending_.size() + 1);
+        fresh = leaf_without(static_cast<Leaf*>(pool_get(true)), l, c - 1);
+    } else if (!add && c == 1 && slot > 0 && n0 > kLeafMin && l->key[0] == base && l->last[0] == last) {
+        // The leaf's first range goes, as when frees come in allocation
+        // order: the separator in front of it changes too.
+        remove_first(l, parent, slot, grand, gslot, r & kHeightMask);
+        return true;
+    } else {
+        Flat out[kLeafKeys + 2];
+        bool changed = false;
+        n = splice(l, base, last, add, out, &changed);
+        if (!changed) return true;  // removing a gap
+        if (n > kLeafKeys || (parent && n < kLeafMin)) return false;
+        if (!leftmost && out[0].base != l->key[0]) return false;  // a separator would change
+        pending_.reserve(pending_.size() + 1);
+        if (n > 0) {
+            Leaf* nl = static_cast<Leaf*>(pool_get(true));
+            for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
+            nl->n = static_cast<std::uint16_t>(n);
+            nl->fresh = 0;
+            leaf_pad(nl);
+            fresh = nl;
+        }
     }
     if (parent)
         __atomic_store_n(&parent->child[slot], fresh, __ATOMIC_RELEASE);
     else
         root_.store(reinterpret_cast<std::uintptr_t>(fresh), std::memory_order_release);
-    live_bytes_.fetch_add((n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0),
-                          std::memory_order_relaxed);
-    count_.fetch_add(n - l->n, std::memory_order_relaxed);
+    bump(live_bytes_, (n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0));
+    bump(count_, n - l->n);
     retire(l, true);
     return true;
+}
+
+// Removes the first range of leaf l, child `slot` (> 0) of parent, which
+// keeps at least kLeafMin: a copy of the parent with the next range's base
+// as the separator in front of the new leaf replaces it with one store into
+// the grandparent's slot (or the root), without the general path's
+// bookkeeping.
+void Registry::remove_first(const Leaf* l, const Inner* parent, std::size_t slot, Inner* grand, std::size_t gslot,
+                            std::uintptr_t height) {
+    pending_.reserve(pending_.size() + 2);  // retiring cannot fail once published
+    auto* np = static_cast<Inner*>(pool_get(false));
+    Leaf* nl = nullptr;
+    try {
+        nl = static_cast<Leaf*>(pool_get(true));
+    } catch (...) {
+        pool_put(tag_node(np, false));
+        throw;
+    }
+    leaf_without(nl, l, 0);
+    std::memcpy(static_cast<void*>(np), parent, sizeof(Inner));
+    np->key[slot - 1] = nl->key[0];
+    np->child[slot] = nl;
+    np->fresh = 0;
+    if (grand)
+        __atomic_store_n(&grand->child[gslot], np, __ATOMIC_RELEASE);
+    else
+        root_.store(reinterpret_cast<std::uintptr_t>(np) | height, std::memory_order_release);
+    bump(count_, ~std::size_t{0});  // one range fewer; as many nodes as before
+    retire(l, true);
+    retire(parent, false);
 }
 
 // Collects the entries that overlap [base, last] into overlap_, in order.
@@ -671,8 +797,8 @@ void Registry::commit() {
         retire(untag(t), is_leaf_tag(t));
     }
     for (void* t : dropped_) pool_put(t);
-    live_bytes_.fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);
-    count_.fetch_add(static_cast<std::size_t>(work_count_), std::memory_order_relaxed);
+    bump(live_bytes_, static_cast<std::size_t>(bytes));
+    bump(count_, static_cast<std::size_t>(work_count_));
     fresh_.clear();
     replaced_.clear();
     dropped_.clear();

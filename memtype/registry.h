@@ -3,7 +3,7 @@
 // The ranges live in a copy-on-write B+tree.  Readers (lookup) are
 // wait-free: they take no lock, allocate nothing and never see a torn entry,
 // because every node they can reach is immutable; a writer publishes a change
-// with one atomic pointer store.  One writer at a time (a mutex) copies only
+// with one atomic pointer store.  One writer at a time (a futex lock) copies only
 // what changes:
 //   - most updates touch one leaf and keep its first key: the new leaf is
 //     swapped into its parent's child slot in place, so readers keep every
@@ -19,6 +19,7 @@
 // that ends at the very top of the address space is representable.
 #pragma once
 
+#include "host/futex_mutex.h"
 #include "memtype/epoch.h"
 
 #include <atomic>
@@ -114,6 +115,9 @@ template <std::size_t N>
 using FindFn = Info (*)(std::uintptr_t root, std::uintptr_t p, std::size_t length, bool* spans) noexcept;
 extern std::atomic<FindFn> g_find;
 enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// The writer's search in an interior node: the number of its keys <= p
+// (clamped to its n), with the compares of the search the lookups use.
+std::size_t writer_rank(const Inner* in, std::uintptr_t p) noexcept;
 // Tests and benchmarks: use this search from now on; false (nothing
 // changed) where the CPU lacks it.
 bool use_isa(Isa isa) noexcept;
@@ -142,6 +146,10 @@ public:
     // Forgets [base, base+length); a range partly inside is cut (split if the
     // hole is in its middle).  length 0 does nothing.
     void remove(std::uintptr_t base, std::size_t length);
+    // Forgets the range that starts exactly at base, if there is one (a
+    // free): one search under the writer lock, with no lookup before it.
+    // Returns whether it did, and *was: what the range was.
+    bool remove_range_at(std::uintptr_t base, Info* was);
     void clear();
 
     // The range containing p, or the gap around it.  Wait-free.
@@ -177,6 +185,8 @@ private:
     // Update, writer side (registry.cc).
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     bool edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    void remove_first(const detail::Leaf* l, const detail::Inner* parent, std::size_t slot, detail::Inner* grand,
+                      std::size_t gslot, std::uintptr_t height);
     void edit_tree(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     void collect(const void* node, unsigned h, std::uintptr_t base, std::uintptr_t last);
     void tx_insert(const Flat& e);
@@ -215,7 +225,10 @@ private:
     alignas(64) std::atomic<std::size_t> count_{0};
     std::atomic<std::size_t> live_bytes_{0};
     std::atomic<std::size_t> held_bytes_{0};
-    std::mutex write_mu_;
+    // The writer lock: a futex word (host/futex_mutex.h), one compare-and-swap
+    // to take and one exchange to give back, inline; std::mutex went through
+    // pthread_mutex_lock/unlock and their checks of the mutex type.
+    host::FutexMutex write_mu_;
     std::uint64_t next_generation_ = 1;
     // The update in progress: the tree it builds, what it allocated, what it
     // unlinks from the published tree, and what it built then discarded.
