@@ -10,6 +10,10 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 preload=$1 fake=$2
+if [ "${LDSHIM_HAVE_CUDA_HOOKS:-1}" = 0 ]; then
+    echo "SKIPPED: libldshim was built without CUDA headers (option cudatoolkit_include), so it has no CUDA hooks"
+    exit 77
+fi
 if [ -n "${LDSHIM_TEST_EMULATOR:-}" ]; then
     echo "SKIPPED: python3 is the build machine's, the preload runs under $LDSHIM_TEST_EMULATOR"
     exit 77

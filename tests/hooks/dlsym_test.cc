@@ -53,6 +53,12 @@ constexpr PoolLib kPool[] = {
 
 class DlsymScopes : public ::testing::Test {
 protected:
+    // The dlsym hooks are written only with the CUDA hooks.
+    void SetUp() override {
+        if (!HAVE_CUDA_HOOKS)
+            GTEST_SKIP() << "SKIPPED: libldshim was built without CUDA headers (option cudatoolkit_include), so it "
+                            "has no CUDA hooks";
+    }
     static void SetUpTestSuite() {
         char tmpl[] = "/tmp/ldshim-dlsym-XXXXXX";
         ASSERT_NE(mkdtemp(tmpl), nullptr);
