@@ -1,7 +1,7 @@
 #!/bin/sh
 # The CUDA hooks on a real GPU, for a session lent an NVIDIA machine: one
 # prepared script of at most LDSHIM_GPU_BUDGET seconds (300), building
-# included, every part under its own timeout (issue 44 item 6):
+# included, every part under its own timeout:
 #   build     ldshim release in BUILD_DIR if the preload, libldshim or
 #             ldsearch is missing there (ninja of everything, no tests)
 #   c-check   tests/gpu/gpu_check.c against the Toolkit's libcudart, hooks
@@ -149,7 +149,7 @@ elif ready c-check 90; then
     conclude c-check "$(tail -n 1 "$log")"
 fi
 
-# ---- static: the kinds of issue 44 through a static cudart ------------------
+# ---- static: every allocation kind through a static cudart -----------------
 header "static (tests/gpu/static_kinds.c, nvcc -cudart static, under the preload)"
 nvcc=$cuda/bin/nvcc
 [ -x "$nvcc" ] || nvcc=$(command -v nvcc || true)

@@ -2,7 +2,7 @@
  * (nvcc -cudart static), run under LD_PRELOAD=libldshim_preload.so with
  * LDSHIM_CUDA_HOOKS=1.  Its runtime calls reach the driver only through
  * cuGetProcAddress (the entry-point path); its own driver calls go through
- * its import slots.  For each allocation kind of issue 44 the registry
+ * its import slots.  For each allocation kind below the registry
  * (ldshim_memtype_query, looked up in the process) must say what the driver
  * says (cuPointerGetAttribute) at the first, middle and last byte, while the
  * allocation is alive and after it is freed (pools trimmed, graphs

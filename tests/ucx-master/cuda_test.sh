@@ -1,5 +1,5 @@
 #!/bin/sh
-# ucm's CUDA hooks and ldshim's in one process (issue 44 item 4): UCX master
+# ucm's CUDA hooks and ldshim's in one process: UCX master
 # built --with-cuda (scripts/ucx-master.sh --cuda, cached; this test only
 # reads the cache and says SKIPPED without it), unpatched and with
 # contrib/ucx/master, against the hooks suite's fake libcuda.so.1 and
