@@ -58,7 +58,7 @@ void* sym_decide(HookId which, const void* caller, void* handle, const char* nam
     void* real = g_next[static_cast<int>(which)].load(std::memory_order_acquire);
     if (!name || handle == RTLD_NEXT || !g_recording.load(std::memory_order_acquire)) return real;
     const int id = find_hook(name);
-    if (id < 0 || hook_def(id).kind == HookKind::loader || !hook_def(id).fn) return real;
+    if (id < 0 || hook_def(id).kind == HookKind::loader) return real;  // find_hook knows only hooks built
     const auto rp = return_point_in(caller);
     if (!rp) return real;
     *result = hooked(call_from(*rp, real, handle, name, version), id, version);

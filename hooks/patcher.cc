@@ -26,6 +26,25 @@ namespace ldshim::hooks {
 
 namespace {
 
+// Whether `value` is anything but the function named `symbol` (dladdr's
+// answer).  The common answer, the object's own export, comes from its hash
+// table: dladdr walks every symbol of the object, a few thousand in libc.
+bool is_foreign(std::uintptr_t value, const char* symbol) {
+    if (host::exported_at(reinterpret_cast<const void*>(value), symbol)) return false;
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void*>(value), &info) || !info.dli_sname) return true;
+    return reinterpret_cast<std::uintptr_t>(info.dli_saddr) != value || std::strcmp(info.dli_sname, symbol) != 0;
+}
+
+// Whether `a` and `b` are two different definitions of `symbol`, each
+// exported by its object (another library's, another namespace's): a hook
+// that calls one must not stand in for the other.  A non-PIE program's
+// canonical PLT entry is no definition: it leads to one.
+bool other_definition(std::uintptr_t a, std::uintptr_t b, const char* symbol) {
+    return a != b && host::exported_at(reinterpret_cast<const void*>(a), symbol) &&
+           host::exported_at(reinterpret_cast<const void*>(b), symbol);
+}
+
 unsigned path_of(int id) {
     auto hid = static_cast<HookId>(id);
     if (hid == HookId::k_dlsym || hid == HookId::k_dlvsym) return LDSHIM_PATH_DLSYM;
@@ -72,21 +91,6 @@ void pin_self() {
 }
 
 }  // namespace
-
-// Whether `value` is anything but the function named `symbol` (dladdr's
-// answer).  The common answer, the object's own export, comes from its hash
-// table: dladdr walks every symbol of the object, a few thousand in libc.
-bool is_foreign(std::uintptr_t value, const char* symbol) {
-    if (host::exported_at(reinterpret_cast<const void*>(value), symbol)) return false;
-    Dl_info info;
-    if (!dladdr(reinterpret_cast<void*>(value), &info) || !info.dli_sname) return true;
-    return reinterpret_cast<std::uintptr_t>(info.dli_saddr) != value || std::strcmp(info.dli_sname, symbol) != 0;
-}
-
-bool other_definition(std::uintptr_t a, std::uintptr_t b, const char* symbol) {
-    return a != b && host::exported_at(reinterpret_cast<const void*>(a), symbol) &&
-           host::exported_at(reinterpret_cast<const void*>(b), symbol);
-}
 
 namespace {
 std::atomic<Patcher*> g_engine{nullptr};  // once built (lib/fork_handlers.cc)

@@ -40,15 +40,6 @@ struct KnownObject {
     bool ldshim;
 };
 
-// Whether `value` is anything but the function named `symbol`: another
-// tool's function in front of it.
-bool is_foreign(std::uintptr_t value, const char* symbol);
-// Whether `a` and `b` are two different definitions of `symbol`, each
-// exported by its object (another library's, another namespace's): a hook
-// that calls one must not stand in for the other.  A non-PIE program's
-// canonical PLT entry is no definition: it leads to one.
-bool other_definition(std::uintptr_t a, std::uintptr_t b, const char* symbol);
-
 // What the front entry for dlopen or dlmopen (`id`) must call when reached
 // from `caller`: what that object's slot held before ldshim, or else the
 // hook's shared next.  No lock, no allocation.
