@@ -1,4 +1,4 @@
-// aarch64 (issue 32): what the emulated arm64 loader of Debian bookworm
+// aarch64: what the emulated arm64 loader of Debian bookworm
 // (glibc 2.36, qemu-user 7.2) says, recorded verbatim, and the rules that
 // take its machine from its file: the configuration, the skip of other
 // machines' objects, ld.so.cache's aarch64 entries.  The live comparison
