@@ -40,7 +40,7 @@ namespace {
 // A dynamic section decoded once: every tag below DT_ENCODING into a table
 // by number, and those of the GNU versioning range (DT_VERSYM to
 // DT_VERNEEDNUM, DT_RELACOUNT among them) into another by offset: one store
-// per entry, where a switch cost a dozen instructions.  0 is "absent".
+// per entry instead of a switch.  0 is "absent".
 struct DynamicTags {
     static constexpr std::uint64_t kGnuFirst = DT_VERSYM, kGnuCount = DT_VERNEEDNUM - DT_VERSYM + 1;
     std::uint64_t tag[DT_ENCODING] = {};

@@ -215,8 +215,8 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     mix_str("ldshim-loader-config-v6");
     // The file holds what this program's parsers made of the answer: another
     // build of ldshim, with other rules, asks the loader afresh.  The build
-    // ID says which build this is without a system call (a stat of
-    // /proc/self/exe costs 3 us); without one, the program's file does.
+    // ID says which build this is without a system call (no stat of
+    // /proc/self/exe); without one, the program's file does.
     if (std::string_view id = own_build_id(); !id.empty())
         mix(id.data(), id.size());
     else

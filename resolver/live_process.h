@@ -118,8 +118,7 @@ private:
     };
     // order_'s entries are contiguous and carry a copy of the name, so the
     // walk's check of each survivor reads two sequential arrays instead of
-    // a map node and a heap string per object (cache misses that made a walk
-    // of 500 objects cost 10-15 us).
+    // a map node and a heap string per object (a cache miss each).
     struct Expected {
         Key key;
         Known* known;
@@ -156,9 +155,9 @@ private:
     std::string init_error_;
     unsigned long long adds_ = 0, subs_ = 0;
     std::size_t scan_room_ = 64;  // objects the last walk needed room for
-    // The walk's room, kept between walks: made afresh, its 256 bytes of
-    // text per object were zeroed (and, past 128 KiB, mapped and unmapped)
-    // on every walk, a cost that grew with the number of objects loaded.
+    // The walk's room, kept between walks: made afresh, its text for every
+    // object would be zeroed (and, when large, mapped and unmapped) on every
+    // walk, a cost that grows with the number of objects loaded.
     struct ScanRoom;
     std::unique_ptr<ScanRoom> room_;
     bool dirty_ = true;
