@@ -1,10 +1,19 @@
-// The loader's environment as ld.so reads it at start-up (loader/loader_env.h).
+// The loader's environment as ld.so reads it at start-up (loader/loader_env.h)
+// and the start-up block the runtime reads it from (host/startup_env.h).
 #include "loader/loader_env.h"
+#include "host/startup_env.h"
 #include "loader/engine.h"
 #include "loader/loader_config.h"
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using namespace ldshim::loader;
@@ -60,4 +69,74 @@ TEST(LoaderEnv, the_main_programs_origin_is_its_directory_else_ld_origin_path_un
     EXPECT_EQ(main_program_origin(std::nullopt, std::string("/"), false), "/");
     EXPECT_EQ(main_program_origin(std::nullopt, std::string("/opt/o"), true), std::nullopt);
     EXPECT_EQ(main_program_origin(std::nullopt, std::nullopt, false), std::nullopt);
+}
+
+// Run only as a child of the test below: what the start-up block says after
+// the program changed its environment every way it can.
+TEST(StartupEnvChild, DISABLED_print_startup_library_path) {
+    setenv("LD_LIBRARY_PATH", "/changed", 1);
+    unsetenv("LD_LIBRARY_PATH");
+    putenv(const_cast<char*>("LD_PRELOAD=/put.so"));
+    clearenv();
+    setenv("LD_ORIGIN_PATH", "/new", 1);
+    std::string err;
+    auto env = ldshim::host::startup_environment(&err);
+    if (!env) {
+        std::printf("ERROR %s\n", err.c_str());
+        return;
+    }
+    std::printf("LLP %s\nPRELOAD %s\nORIGIN %s\n", env->vars.library_path.value_or("(none)").c_str(),
+                env->vars.preload.value_or("(none)").c_str(), env->vars.origin_path.value_or("(none)").c_str());
+}
+
+// The child above, started with LD_LIBRARY_PATH twice (ld.so took the
+// second); `hide_proc`: with a tmpfs over /proc, so that the strings are
+// read in memory.  Its output, or "SKIPPED" where /proc cannot be hidden.
+std::string start_up_child(bool hide_proc) {
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return "no /proc/self/exe";
+    exe[len] = '\0';
+    int fds[2];
+    if (pipe(fds) != 0) return "no pipe";
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        if (hide_proc &&
+            (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+             mount("none", "/proc", "tmpfs", 0, nullptr) != 0)) {
+            std::printf("SKIPPED");
+            std::fflush(stdout);
+            _exit(0);
+        }
+        const char* argv[] = {"unit_tests", "--gtest_also_run_disabled_tests",
+                              "--gtest_filter=StartupEnvChild.DISABLED_print_startup_library_path", nullptr};
+        const char* envp[] = {"LD_LIBRARY_PATH=/ldshim-first", "LD_PRELOAD=", "LD_LIBRARY_PATH=/ldshim-last", nullptr};
+        execve(exe, const_cast<char**>(argv), const_cast<char**>(envp));
+        _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return out;
+}
+
+void expect_start_up_values(const std::string& out) {
+    EXPECT_NE(out.find("LLP /ldshim-last\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("PRELOAD \n"), std::string::npos) << out;
+    EXPECT_NE(out.find("ORIGIN (none)\n"), std::string::npos) << out;
+}
+
+TEST(StartupEnv, is_what_ld_so_read_whatever_the_program_changed_since) {
+    expect_start_up_values(start_up_child(false));
+}
+
+TEST(StartupEnv, without_proc_is_read_from_the_start_up_strings_in_memory) {
+    std::string out = start_up_child(true);
+    if (out == "SKIPPED") GTEST_SKIP() << "SKIPPED: /proc cannot be hidden here (no mount namespace)";
+    expect_start_up_values(out);
 }
