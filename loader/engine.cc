@@ -1,5 +1,6 @@
 #include "loader/engine.h"
 
+#include "loader/loader_env.h"
 #include "loader/tokens.h"
 #include "loader/verify.h"
 
@@ -647,16 +648,8 @@ void Engine::add_initial_objects(const std::string& program, const ObjectFacts& 
     m.names = {""};
     m.facts = facts;
     // $ORIGIN: the kernel's /proc/self/exe, i.e. the resolved path.
-    if (opts_.main_origin) {
-        m.origin = opts_.main_origin;
-    } else if (auto rp = fs_.realpath(program)) {
-        auto slash = rp->rfind('/');
-        m.origin = slash == 0 ? std::string("/") : rp->substr(0, slash);
-    } else if (opts_.origin_path && !opts_.secure) {
-        std::string o = *opts_.origin_path;
-        while (o.size() > 1 && o.back() == '/') o.pop_back();
-        m.origin = o;
-    }
+    m.origin = opts_.main_origin ? opts_.main_origin
+                                 : main_program_origin(fs_.realpath(program), opts_.origin_path, opts_.secure);
     main_ = add_object(std::move(m));
 
     // ld.so, known by its PT_INTERP string and its SONAME.

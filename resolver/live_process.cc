@@ -219,8 +219,15 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     // else's process.  Where it cannot be derived exactly, ldshim does not
     // guess: every request is "unresolved", i.e. left to glibc's own dlopen, and
     // LDSHIM_DEBUG shows this reason with each of them.
+    // What ld.so read at start-up, not the environment now: a setenv since
+    // changed nothing of the loader's search.
     std::string err;
-    auto cfg = host::derive_in_process(&err);
+    auto env = host::startup_environment(&err);
+    if (!env) {
+        init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
+        return;
+    }
+    auto cfg = host::derive_in_process(*env, &err);
     if (!cfg) {
         init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
         return;
@@ -230,13 +237,11 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     EngineOptions o;
     o.argv0 = argv0();
     o.secure = secure;
-    if (const char* v = std::getenv("LD_LIBRARY_PATH")) o.library_path = std::string(v);
-    if (const char* v = std::getenv("LD_PRELOAD")) o.preload = v;
-    if (const char* v = std::getenv("LD_ORIGIN_PATH")) o.origin_path = std::string(v);
+    set_environment(o, env->vars);
     // Read as ld.so reads it, not resolved through /proc: a program deleted
     // while it runs keeps its directory, and under qemu-user in a chroot
     // without /proc the emulated link still answers.
-    o.main_origin = host::main_program_origin(secure);
+    o.main_origin = host::main_program_origin(*env, secure);
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc

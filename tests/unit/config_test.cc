@@ -512,7 +512,9 @@ std::string self_exe() {
 TEST(InProcessConfig, the_pie_refusal_is_what_the_loader_itself_holds) {
     setenv("LDSHIM_PROBE_DIR", PROBE_DIR, 1);  // ldshim is linked in statically here
     std::string err;
-    auto cfg = derive_in_process(&err);
+    auto env = startup_environment(&err);
+    ASSERT_TRUE(env) << err;
+    auto cfg = derive_in_process(*env, &err);
     ASSERT_TRUE(cfg) << err;
     std::ifstream in(cfg->rtld_path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -525,7 +527,8 @@ TEST(InProcessConfig, the_pie_refusal_is_what_the_loader_itself_holds) {
 // Run only as a child of the test below (it reads the child's own loader).
 TEST(InProcessConfigChild, DISABLED_print_derived_config) {
     std::string err;
-    auto cfg = derive_in_process(&err);
+    auto env = startup_environment(&err);
+    auto cfg = env ? derive_in_process(*env, &err) : std::nullopt;
     std::printf("%s", cfg ? config_lines(*cfg).c_str() : ("CFG error " + err + "\n").c_str());
     std::fflush(stdout);
 }

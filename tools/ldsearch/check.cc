@@ -416,10 +416,7 @@ int run_check(const Options& o) {
     }
     Shared sh(std::move(root));
     sh.no_config_cache = o.no_cache;
-    model_environment(sh.base, [](const std::string& name) -> std::optional<std::string> {
-        const char* v = std::getenv(name.c_str());
-        return v ? std::optional<std::string>(v) : std::nullopt;
-    });
+    set_environment(sh.base, read_loader_environment(own_environment()));
     std::vector<std::string> paths, warnings;
     if (int status = gather(o.operands, sh, paths, warnings); status != kOk) return status;
     std::vector<CheckedFile> files(paths.size());

@@ -123,10 +123,10 @@ EngineOptions program_options(const LoggedProgram& prog, const ObjectFacts& fact
     EngineOptions opts;
     opts.argv0 = prog.argv0;
     if (env) {
-        model_environment(opts, [&](const std::string& name) { return loader_env_value(*env, name); });
+        set_environment(opts, read_loader_environment(env_entries(*env)));
         return opts;
     }
-    if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
+    opts.library_path = read_loader_environment(own_environment()).library_path;
     opts.preload_file.reset();
     for (const auto& l : prog.startup) {
         if (l.requester != prog.argv0) continue;

@@ -162,15 +162,17 @@ EngineOptions engine_options(const Options& o, const Session& s) {
     opts.argv0 = o.program;
     opts.keep_going = o.keep_going;
     opts.secure = o.secure ? *o.secure : starts_secure(s.host(s.path));
-    // The modelled environment: ours, with --env overrides.
-    auto modelled = [&](const std::string& name) -> std::optional<std::string> {
-        std::optional<std::string> v;
-        if (const char* e = std::getenv(name.c_str())) v = std::string(e);
-        for (const auto& [n, val] : o.env_over)
-            if (n == name) v = val;
-        return v;
-    };
-    model_environment(opts, modelled);
+    // The modelled environment: ours, with --env overrides, each replacing
+    // every assignment of its name.
+    EnvEntries env = own_environment();
+    std::vector<std::string> set;
+    set.reserve(o.env_over.size());  // `env` points into it
+    for (const auto& over : o.env_over) {
+        std::string prefix = over.first + "=";
+        std::erase_if(env, [&](std::string_view e) { return e.starts_with(prefix); });
+        if (over.second) env.push_back(set.emplace_back(prefix + *over.second));
+    }
+    set_environment(opts, read_loader_environment(env));
     if (o.library_path) {
         opts.library_path = o.library_path;
         opts.library_path_label = Label::library_path_option;
