@@ -241,7 +241,6 @@ private:
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
-    std::string cwd_;
 };
 
 }  // namespace ldshim::loader
