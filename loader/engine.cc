@@ -474,6 +474,7 @@ Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
         return found;
     }
     emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
+    ++cache_lookups_;
     auto hit = cache_.lookup(req.name.c_str(), cfg_);
     if (!hit) return found;
     emit(TraceEvent::Kind::trying, *hit);

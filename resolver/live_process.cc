@@ -226,7 +226,8 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
         return;
     }
     const bool secure = getauxval(AT_SECURE) != 0;
-    cache_ = LdCache::load(fs_, cfg->cache_path);
+    cache_path_ = cfg->cache_path;
+    read_cache_locked();
     EngineOptions o;
     o.argv0 = argv0();
     o.secure = secure;
@@ -240,9 +241,34 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc
+    note_cache_use_locked(0);
     engine_->set_keep_going(false);
     note_added(0);
     words_ = host::loader_words();
+}
+
+// glibc reads /etc/ld.so.cache when a search first needs it and unmaps it
+// at the end of start-up and of every dlopen (dl-cache.c, dl-open.c), so each
+// dlopen that reaches the cache reads the file as it is then (ldconfig
+// replaces it by a new file).  One stat tells whether the model's copy is
+// still that file.  Once a search found it missing or rejected it, glibc
+// never reads it again.
+void LiveProcess::read_cache_locked() {
+    if (cache_failed_) return;
+    std::optional<host::FileVersion> now = host::RealFs::version(cache_path_);
+    if (now == cache_version_) return;
+    host::FileVersion read{};
+    OpenResult r = host::RealFs::open_versioned(cache_path_, &read);
+    cache_ = LdCache::parse(r.image);
+    cache_version_.reset();
+    if (r.image) cache_version_ = read;
+}
+
+void LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
+    if (engine_->cache_lookups() != lookups_before && !cache_.usable()) {
+        cache_failed_ = true;
+        cache_ = LdCache();
+    }
 }
 
 // The loader's generation from its own words, or false when it cannot be read
@@ -607,7 +633,10 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     req.noload = noload;
     if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
     const std::size_t before = engine_->objects().size();
+    read_cache_locked();
+    const std::uint64_t lookups = engine_->cache_lookups();
     MapOutcome m = engine_->dlopen(req);
+    note_cache_use_locked(lookups);
     note_added(before);
     if (new_namespace) {
         Resolution out;
