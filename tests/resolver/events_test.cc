@@ -141,6 +141,19 @@ TEST(ResolverEvents, relative_search_elements_and_names_follow_chdir) {
     EXPECT_TRUE(has(r, "RESULT .//lib/libevx.so #1")) << "a new relative name after chdir back is a's copy";
 }
 
+// An object glibc loaded by a relative name without ldshim, adopted by the
+// model after a chdir: the file now at that relative path is not the one
+// loaded, so a relative name reaching another file is a new object.
+TEST(ResolverEvents, an_object_loaded_by_a_relative_name_before_a_chdir_is_not_the_file_there_now) {
+    Tree t;
+    evlib(t, "a/lib/libevx.so", 1);
+    evlib(t, "b/lib/libevx.so", 2);
+    driver(t);
+    auto r = same_as_glibc(t, {"d:a", "g:lib/libevx.so", "d:../b", "o:./lib/libevx.so", "o:lib/libevx.so"});
+    EXPECT_TRUE(has(r, "RESULT ./lib/libevx.so #2")) << ::testing::PrintToString(r);
+    EXPECT_TRUE(has(r, "RESULT lib/libevx.so #1")) << ::testing::PrintToString(r);
+}
+
 // An object opened by a relative name takes its $ORIGIN from the directory
 // current at its open (glibc asks getcwd for each), not at an earlier one.
 TEST(ResolverEvents, the_origin_of_a_relative_name_is_the_directory_current_at_its_open) {
@@ -294,6 +307,23 @@ TEST(ResolverEvents, dlclose_and_reopen_top_level_and_dependencies) {
          "e:libevnd.so", "c:libevnd.so", "n:libevnd.so", "o:" + lib + "/libevnd.so", "o:libevnd.so"},
         {{"LD_LIBRARY_PATH", lib}}, "", put("spare/libevdep1.so", "lib/libevdep.so"));
     EXPECT_TRUE(has(r, "RESULT init 4")) << "the replaced dependency was not loaded\n" << ::testing::PrintToString(r);
+}
+
+// An object loaded without ldshim whose file was replaced since (a package
+// update): another path to the new file is a new object, as glibc tells by
+// the file's identity at its load.
+TEST(ResolverEvents, an_adopted_object_whose_file_was_replaced_is_not_the_new_file) {
+    Tree t;
+    const std::string lib = t.abs("lib");
+    evlib(t, "lib/libevr.so", 1);
+    evlib(t, "spare/libevr.so", 2);
+    driver(t);
+    ASSERT_EQ(sh("cp " + quote(lib + "/libevr.so") + " " + quote(t.abs("spare/libevr1.so"))), 0);
+    auto r = same_as_glibc(t,
+                           {"g:" + lib + "/libevr.so", "x:" + put(t.abs("spare/libevr.so"), lib + "/libevr.so"),
+                            "o:" + lib + "/libevr.so", "o:" + lib + "/../lib/libevr.so"},
+                           {}, "", put("spare/libevr1.so", "lib/libevr.so"));
+    EXPECT_TRUE(has(r, "RESULT " + lib + "/../lib/libevr.so #2")) << ::testing::PrintToString(r);
 }
 
 // Two threads dlopen at once, one of them a library whose constructor
