@@ -290,6 +290,8 @@ TEST(ResolverEvents, dlclose_and_reopen_top_level_and_dependencies) {
     evlib(t, "lib/libevdep.so", 1, {.soname = "libevdep.so"});
     evlib(t, "lib/libevneed.so", 2, {.needs = {"lib/libevdep.so"}});
     evlib(t, "lib/libevnd.so", 3);
+    evlib(t, "lib/libevdep2.so", 5, {.soname = "libevdep2.so"});
+    evlib(t, "lib/libevnd2.so", 6, {.needs = {"lib/libevdep2.so"}});
     evlib(t, "spare/libevdep.so", 4, {.soname = "libevdep.so"});
     driver(t);
     ASSERT_EQ(sh("cp " + quote(lib + "/libevdep.so") + " " + quote(t.abs("spare/libevdep1.so"))), 0);
@@ -303,10 +305,20 @@ TEST(ResolverEvents, dlclose_and_reopen_top_level_and_dependencies) {
          "x:" + put(t.abs("spare/libevdep.so"), lib + "/libevdep.so"), "o:libevneed.so", "o:" + lib + "/libevneed.so",
          "o:" + lib + "/../lib/libevneed.so", "c:libevneed.so", "c:" + lib + "/libevneed.so",
          "c:" + lib + "/../lib/libevneed.so", "n:libevneed.so",
-         // RTLD_NODELETE: closed, still loaded, reopened without a search.
-         "e:libevnd.so", "c:libevnd.so", "n:libevnd.so", "o:" + lib + "/libevnd.so", "o:libevnd.so"},
+         // RTLD_NODELETE: closed, still loaded, reopened without a search;
+         // its dependencies stay with it.
+         "e:libevnd.so", "c:libevnd.so", "n:libevnd.so", "o:" + lib + "/libevnd.so", "o:libevnd.so",
+         "x:" + put(t.abs("spare/libevdep1.so"), lib + "/libevdep.so"), "e:libevneed.so", "c:libevneed.so",
+         "n:libevneed.so", "n:libevdep.so",
+         // RTLD_NODELETE given to an object loaded as a dependency.
+         "o:libevnd2.so", "e:libevdep2.so", "c:libevnd2.so", "n:libevnd2.so", "c:libevdep2.so", "n:libevdep2.so"},
         {{"LD_LIBRARY_PATH", lib}}, "", put("spare/libevdep1.so", "lib/libevdep.so"));
     EXPECT_TRUE(has(r, "RESULT init 4")) << "the replaced dependency was not loaded\n" << ::testing::PrintToString(r);
+    ASSERT_GE(r.size(), 4u);
+    const std::vector<std::string> tail(r.end() - 4, r.end());
+    EXPECT_EQ(tail, (std::vector<std::string>{"RESULT closed", "RESULT (not loaded)", "RESULT closed",
+                                              "RESULT " + lib + "/libevdep2.so #5"}))
+        << "libevnd2.so went, its RTLD_NODELETE dependency stayed";
 }
 
 // An object loaded without ldshim whose file was replaced since (a package
