@@ -82,7 +82,7 @@ std::string file_build_id(const FileImage& img) {
     for (std::size_t i = 0; i < eh.e_phnum; ++i) {
         ElfW(Phdr) ph;
         if (!img.read_at(eh.e_phoff + i * sizeof ph, sizeof ph, reinterpret_cast<std::byte*>(&ph))) return {};
-        if (ph.p_type != PT_NOTE || ph.p_filesz > 4096) continue;
+        if (ph.p_type != PT_NOTE || ph.p_filesz > 4096) continue;  // the linker's notes are a few dozen bytes
         std::string seg(ph.p_filesz, '\0');
         if (!img.read_at(ph.p_offset, seg.size(), reinterpret_cast<std::byte*>(seg.data()))) continue;
         if (auto id = LoadedExtent::note_in(reinterpret_cast<std::uintptr_t>(seg.data()), seg.size(), NT_GNU_BUILD_ID,
