@@ -204,6 +204,12 @@ OpenResult RealFs::open_versioned(const std::string& path, FileVersion* version)
 
 OpenResult RealFs::open(const std::string& path) { return open_versioned(path, nullptr); }
 
+std::optional<FileVersion> RealFs::version(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return version_of(st);
+}
+
 namespace {
 
 bool worth_keeping(const FileImage& img, const FileVersion& v) {

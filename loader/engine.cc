@@ -354,9 +354,10 @@ std::optional<std::string> Engine::origin_of_path(const std::string& path) {
     if (!path.empty() && path[0] == '/') {
         full = path;
     } else {
-        if (cwd_.empty()) cwd_ = fs_.cwd();
-        if (cwd_.empty()) return std::nullopt;
-        full = cwd_;
+        // The directory current at this open, as glibc's _dl_new_object
+        // asks getcwd for each object named by a relative path.
+        full = fs_.cwd();
+        if (full.empty()) return std::nullopt;
         if (full.back() != '/') full += '/';
         full += path;
     }
@@ -474,6 +475,7 @@ Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
         return found;
     }
     emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
+    ++cache_lookups_;
     auto hit = cache_.lookup(req.name.c_str(), cfg_);
     if (!hit) return found;
     emit(TraceEvent::Kind::trying, *hit);

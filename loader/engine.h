@@ -14,6 +14,7 @@
 #include "loader/tokens.h"
 #include "loader/trace.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -125,6 +126,10 @@ public:
     const std::vector<int>& preloads() const { return preloads_; }
     int main_object() const { return main_; }
     const LoaderConfig& config() const { return cfg_; }
+    // How many times a search has consulted the cache: the moments glibc
+    // reads ld.so.cache, if it has not got it (a runtime that follows the
+    // file as it changes needs to know).
+    std::uint64_t cache_lookups() const { return cache_lookups_; }
     // The object named `what` in namespace 0: by l_name, any loaded name or
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
@@ -241,7 +246,7 @@ private:
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
-    std::string cwd_;
+    std::uint64_t cache_lookups_ = 0;
 };
 
 }  // namespace ldshim::loader

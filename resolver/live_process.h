@@ -138,6 +138,8 @@ private:
     void note_added(std::size_t from);
     bool opened_went_alone_locked();
     void forget_pending_locked();
+    void read_cache_locked();
+    void note_cache_use_locked(std::uint64_t lookups_before);
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;
@@ -150,7 +152,12 @@ private:
     unsigned long long walks_ = 0;
     std::mutex mu_;
     host::RememberingFs fs_;
-    LdCache cache_;
+    LdCache cache_;  // the engine reads it by reference
+    std::string cache_path_;
+    std::optional<host::FileVersion> cache_version_;  // of the file cache_ holds; nullopt: none
+    // glibc's cache == (void *) -1: a search needed the cache and it could not
+    // be read or was rejected; glibc never tries again.
+    bool cache_failed_ = false;
     std::unique_ptr<Engine> engine_;
     std::string init_error_;
     unsigned long long adds_ = 0, subs_ = 0;
