@@ -69,22 +69,12 @@ std::optional<std::uint64_t> tunable_hwcap_mask(std::string_view s) {
     return out;
 }
 
-// One search list as glibc's fillin_rpath builds it (DSTs expanded, elements
-// that expand to nothing dropped, trailing '/' normalised, duplicates
-// dropped), spelled as RTLD_DI_SERINFO spells entries: without the final '/',
-// and "." for the current directory.
+// One search list as glibc's fillin_rpath builds it, spelled as
+// RTLD_DI_SERINFO spells entries: without the final '/', and "." for the
+// current directory.
 std::vector<std::string> serinfo_list(std::string_view str, std::string_view seps, const DstValues& v,
                                       const DstPolicy& pol) {
-    std::vector<std::string> dirs;
-    for (auto elem : split_path(str, seps)) {
-        std::string dir;
-        if (!elem.empty()) {
-            std::string x = count_dsts(elem) ? substitute_dsts(elem, v, pol) : std::string(elem);
-            if (x.empty()) continue;
-            dir = normalize_dir(x);
-        }
-        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
-    }
+    std::vector<std::string> dirs = expand_search_list(str, seps, v, pol);
     for (auto& d : dirs) d = d.size() < 2 ? (d.empty() ? "." : "/") : d.substr(0, d.size() - 1);
     return dirs;
 }

@@ -5,6 +5,8 @@
 // label is that of the list that first created the entry.
 #pragma once
 
+#include "loader/tokens.h"
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -53,5 +55,13 @@ std::vector<std::string_view> split_path(std::string_view s, std::string_view se
 // Drop trailing slashes (keeping a lone "/"), then end in exactly one '/'.
 // The empty string stays empty.
 std::string normalize_dir(std::string_view s);
+
+// glibc's fillin_rpath over one list string: split on `seps`, each element's
+// tokens expanded (one that expands to nothing is dropped, and recorded in
+// `drops`), normalised (an empty element stays "", the current directory),
+// and a directory the list already holds dropped.  The engine interns these;
+// the in-process configuration matches them against RTLD_DI_SERINFO.
+std::vector<std::string> expand_search_list(std::string_view str, std::string_view seps, const DstValues& values,
+                                            const DstPolicy& policy, DstDrops* drops = nullptr);
 
 }  // namespace ldshim::loader

@@ -174,8 +174,7 @@ void collect_missing(const Engine& e, const std::string& argv0, std::vector<Chec
         for (const auto& raw : o.facts.needed) {
             std::string name = raw;
             if (count_dsts(raw) != 0) {
-                DstPolicy pol{e.secure(), o.kind == Object::Kind::main, &e.config().system_dirs};
-                name = substitute_dsts(raw, {o.origin, e.config().platform, e.config().dst_lib}, pol);
+                name = e.expand(o, raw);
                 if (name.empty()) continue;
             }
             if (e.find_object(name) >= 0) continue;
@@ -194,10 +193,9 @@ void check_rpath(Shared& sh, const Engine& e, int self, std::vector<CheckProblem
     const auto& list = runpath ? o.facts.runpath : o.facts.rpath;
     if (!list) return;
     const char* label = runpath ? "RUNPATH" : "RPATH";
-    DstPolicy pol{e.secure(), o.kind == Object::Kind::main, &e.config().system_dirs};
     for (auto elem : split_path(*list, ":")) {
         std::string element(elem);
-        std::string dir = substitute_dsts(elem, {o.origin, e.config().platform, e.config().dst_lib}, pol);
+        std::string dir = e.expand(o, elem);
         std::string name = std::string(label) + " " + element;
         if (dir.empty()) {
             out.push_back({"rpath_missing", name, "expands to nothing", ""});
