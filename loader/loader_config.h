@@ -22,6 +22,21 @@ inline constexpr std::uint64_t kHwcapAvx512_1 = 1u << 2;
 // aarch64's one (the kernel's AT_HWCAP bit HWCAP_ATOMICS, "atomics").
 inline constexpr std::uint64_t kHwcapAarch64Atomics = 1u << 8;
 
+// x86-64's ISA levels as glibc-hwcaps names them, best first, each with its
+// bit in LoaderConfig::isa_levels (ld.so.cache's ISA level bits; 1 is the
+// baseline, which has no name).  A level implies every level below it.
+struct IsaLevel {
+    std::string_view name;
+    std::uint32_t bit;
+};
+inline constexpr IsaLevel kIsaLevels[] = {{"x86-64-v4", 8u}, {"x86-64-v3", 4u}, {"x86-64-v2", 2u}};
+// The bit of a glibc-hwcaps name that is an ISA level; 0 for any other name.
+constexpr std::uint32_t isa_level_bit(std::string_view name) {
+    for (const auto& l : kIsaLevels)
+        if (l.name == name) return l.bit;
+    return 0;
+}
+
 // Search behaviour that differs between the glibc versions ldshim models,
 // as the loader itself shows it (loader_probe.cc) or its version implies.
 // The defaults are glibc 2.36's.

@@ -85,6 +85,18 @@ TEST(LoaderConfig, unsupported_level_is_not_searched) {
     EXPECT_EQ(cfg->isa_levels, 0x7u);
 }
 
+TEST(LoaderConfig, only_isa_level_names_carry_a_level_bit) {
+    EXPECT_EQ(isa_level_bit("x86-64-v4"), 8u);
+    EXPECT_EQ(isa_level_bit("x86-64-v3"), 4u);
+    EXPECT_EQ(isa_level_bit("x86-64-v2"), 2u);
+    // A name prepended with --glibc-hwcaps-prepend, and a level glibc lacks.
+    EXPECT_EQ(isa_level_bit("x86-64-v5"), 0u);
+    EXPECT_EQ(isa_level_bit("power10"), 0u);
+    EXPECT_EQ(isa_level_bit(""), 0u);
+    LoaderConfig c = assemble_config({"/lib/"}, 8u | 2u, std::nullopt, 0);
+    EXPECT_EQ(c.hwcaps_active, (std::vector<std::string>{"x86-64-v4", "x86-64-v2"})) << "best first";
+}
+
 TEST(LoaderConfig, hwcap_mask_zero_leaves_platform_and_tls) {
     EXPECT_EQ(make_subdirs({}, {"x86_64", "tls"}), (std::vector<std::string>{"tls/x86_64/", "tls/", "x86_64/", ""}));
 }

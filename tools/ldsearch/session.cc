@@ -57,9 +57,7 @@ std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<
                 if (n.empty() || n.find('/') != std::string_view::npos)
                     return "--hwcaps: bad name in '" + *hwcaps + "'";
                 cfg.hwcaps_active.emplace_back(n);
-                if (n == "x86-64-v2") cfg.isa_levels |= 2;
-                if (n == "x86-64-v3") cfg.isa_levels |= 4;
-                if (n == "x86-64-v4") cfg.isa_levels |= 8;
+                cfg.isa_levels |= isa_level_bit(n);
             }
     }
     std::vector<std::string> subdirs;
