@@ -116,22 +116,22 @@ bool loader_refuses_pie(std::string_view image) {
 }
 
 std::string_view legacy_hwcap_name(std::uint16_t machine, int bit) {
-    if (machine == kMachineX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
+    if (machine == machine::kX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
         return kX86HwcapNames[bit];
-    if (machine == kMachineAarch64 && bit >= 0 && bit < static_cast<int>(std::size(kAarch64HwcapNames)))
+    if (machine == machine::kAarch64 && bit >= 0 && bit < static_cast<int>(std::size(kAarch64HwcapNames)))
         return kAarch64HwcapNames[bit];
     return {};
 }
 
 std::uint64_t named_hwcap_bits(std::uint16_t machine) {
-    if (machine == kMachineX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
-    if (machine == kMachineAarch64) return (std::uint64_t{1} << std::size(kAarch64HwcapNames)) - 1;
+    if (machine == machine::kX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
+    if (machine == machine::kAarch64) return (std::uint64_t{1} << std::size(kAarch64HwcapNames)) - 1;
     return 0;
 }
 
 std::uint64_t default_hwcap_mask(std::uint16_t machine) {
-    if (machine == kMachineX86_64) return kHwcapX86_64 | kHwcapAvx512_1;
-    if (machine == kMachineAarch64) return kHwcapAarch64Atomics;
+    if (machine == machine::kX86_64) return kHwcapX86_64 | kHwcapAvx512_1;
+    if (machine == machine::kAarch64) return kHwcapAarch64Atomics;
     return 0;
 }
 
