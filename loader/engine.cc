@@ -112,7 +112,7 @@ const DirList* Engine::object_list(int idx, bool runpath) {
             if (n == o.name) return nullptr;
     }
     if (str->empty()) return nullptr;
-    dirs = fill_list(*str, ":", runpath ? Label::runpath : Label::rpath, o.name, o,
+    dirs = fill_list(*str, kObjectListSeparators, runpath ? Label::runpath : Label::rpath, o.name, o,
                      runpath ? &o.runpath_drops : &o.rpath_drops);
     if (dirs.empty()) return nullptr;
     state = Object::List::built;
@@ -615,7 +615,8 @@ StartResult Engine::start(const std::string& program, OpenResult opened) {
     object_list(main_, true);
     object_list(main_, false);
     if (opts_.library_path && !opts_.secure && !opts_.library_path->empty()) {
-        DirList l = fill_list(*opts_.library_path, ":;", opts_.library_path_label, std::nullopt, objects_[0]);
+        DirList l =
+            fill_list(*opts_.library_path, kLibraryPathSeparators, opts_.library_path_label, std::nullopt, objects_[0]);
         if (!l.empty()) env_ = std::move(l);
     }
 

@@ -123,9 +123,9 @@ std::optional<std::vector<std::string>> system_dirs_from_serinfo(const std::vect
             DstValues v{p.origin, p.platform, dst_lib_of(*dirs)};
             DstPolicy pol{p.secure, true, &*dirs};
             std::vector<std::string> expect;
-            if (with_rpath) expect = serinfo_list(*p.main_rpath, ":", v, pol);
+            if (with_rpath) expect = serinfo_list(*p.main_rpath, kObjectListSeparators, v, pol);
             if (p.library_path && !p.library_path->empty() && !p.secure) {
-                auto l = serinfo_list(*p.library_path, ":;", v, pol);
+                auto l = serinfo_list(*p.library_path, kLibraryPathSeparators, v, pol);
                 expect.insert(expect.end(), l.begin(), l.end());
             }
             if (expect.size() == total - n && std::equal(expect.begin(), expect.end(), serinfo.begin())) return dirs;

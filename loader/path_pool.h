@@ -48,6 +48,11 @@ private:
     std::unordered_map<std::string, DirEntry*> index_;
 };
 
+// What separates the elements of a list: DT_RPATH/DT_RUNPATH, and
+// LD_LIBRARY_PATH (or --library-path), which also takes ';'.
+inline constexpr std::string_view kObjectListSeparators = ":";
+inline constexpr std::string_view kLibraryPathSeparators = ":;";
+
 // strsep-style split: every separator is a boundary, so "a::b" has an empty
 // middle element and ":" is two empty elements.
 std::vector<std::string_view> split_path(std::string_view s, std::string_view seps);

@@ -183,7 +183,7 @@ void check_rpath(Shared& sh, const Engine& e, int self, std::vector<CheckProblem
     const auto& list = runpath ? o.facts.runpath : o.facts.rpath;
     if (!list) return;
     const char* label = runpath ? "RUNPATH" : "RPATH";
-    for (auto elem : split_path(*list, ":")) {
+    for (auto elem : split_path(*list, kObjectListSeparators)) {
         std::string element(elem);
         std::string dir = e.expand(o, elem);
         std::string name = std::string(label) + " " + element;
