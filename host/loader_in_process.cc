@@ -21,6 +21,7 @@
 #include "host/loaded_objects.h"
 #include "host/self_probe.h"
 #include "loader/elf_facts.h"
+#include "machine/machine.h"
 
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
@@ -71,7 +72,7 @@ bool own_loader_refuses_pie(std::uintptr_t base) {
 bool read_own_loader_machine(std::uintptr_t base, LoaderConfig& cfg) {
     std::string_view head(reinterpret_cast<const char*>(base), sizeof(ElfW(Ehdr)));
     if (!read_loader_machine(head, cfg)) return false;
-    return cfg.machine == kMachineX86_64 || cfg.machine == kMachineAarch64;
+    return machine::modelled(cfg.machine);
 }
 
 // The main program's dynamic section, in memory (the first object

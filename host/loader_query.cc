@@ -8,6 +8,7 @@
 #include "host/cpu.h"
 #include "host/real_fs.h"
 #include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -243,11 +244,7 @@ bool steers_cpu_view(std::string_view e) {
 }  // namespace
 
 std::string emulator_identity(std::uint16_t machine) {
-#if defined(__x86_64__)
-    if (machine == loader::kMachineX86_64) return {};
-#elif defined(__aarch64__)
-    if (machine == loader::kMachineAarch64) return {};
-#endif
+    if (machine == machine::kOwn && machine::modelled(machine)) return {};
     std::string out = "machine " + std::to_string(machine);
     constexpr const char* kDir = "/proc/sys/fs/binfmt_misc";
     DIR* d = ::opendir(kDir);

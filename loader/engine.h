@@ -22,9 +22,6 @@
 
 namespace ldshim::loader {
 
-// The elements of a list that expand to nothing, with the reason for each.
-using DstDrops = std::vector<std::pair<std::string, DstDrop>>;
-
 struct Object {
     enum class Kind : std::uint8_t { main, rtld, vdso, library, rtld_proxy };
     Kind kind = Kind::library;
@@ -130,6 +127,9 @@ public:
     // reads ld.so.cache, if it has not got it (a runtime that follows the
     // file as it changes needs to know).
     std::uint64_t cache_lookups() const { return cache_lookups_; }
+    // One name or list element with `owner`'s tokens expanded under this
+    // process's rules; "" when the loader would drop it (`why` says why).
+    std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
     // The object named `what` in namespace 0: by l_name, any loaded name or
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
@@ -180,7 +180,7 @@ private:
     }
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
-    std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
+    DstPolicy dst_policy(const Object& o) const;
     DirList fill_list(std::string_view str, std::string_view seps, Label what, const std::optional<std::string>& where,
                       const Object& owner, DstDrops* drops = nullptr);
     const DirList* object_list(int idx, bool runpath);

@@ -6,6 +6,7 @@
 #include "host/loader_in_process.h"
 #include "host/settings.h"
 #include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <pthread.h>
 
@@ -32,15 +33,6 @@ namespace ldshim::resolver {
 
 using namespace ldshim::loader;  // NOLINT(google-build-using-namespace): the model is the engine's
 namespace {
-
-// One spin-wait step: tells the core (and an SMT sibling) that this is a wait.
-inline void cpu_relax() {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 // The loader words (host::loader_words) as read inside a walk, where the
 // loader's write lock is held: exactly what dl_iterate_phdr reports, if the
@@ -323,7 +315,7 @@ bool LiveProcess::read_generation(Generation& g) const noexcept {
             g = {a1, n};
             return true;
         }
-        cpu_relax();
+        machine::cpu_relax();
     }
     return false;
 }

@@ -11,10 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -83,6 +85,34 @@ TEST(LoaderConfig, unsupported_level_is_not_searched) {
     ASSERT_TRUE(cfg);
     EXPECT_EQ(cfg->hwcaps_active, (std::vector<std::string>{"x86-64-v3", "x86-64-v2"}));
     EXPECT_EQ(cfg->isa_levels, 0x7u);
+}
+
+TEST(LoaderConfig, only_isa_level_names_carry_a_level_bit) {
+    EXPECT_EQ(isa_level_bit("x86-64-v4"), 8u);
+    EXPECT_EQ(isa_level_bit("x86-64-v3"), 4u);
+    EXPECT_EQ(isa_level_bit("x86-64-v2"), 2u);
+    // A name prepended with --glibc-hwcaps-prepend, and a level glibc lacks.
+    EXPECT_EQ(isa_level_bit("x86-64-v5"), 0u);
+    EXPECT_EQ(isa_level_bit("power10"), 0u);
+    EXPECT_EQ(isa_level_bit(""), 0u);
+    LoaderConfig c = assemble_config({"/lib/"}, 8u | 2u, std::nullopt, 0);
+    EXPECT_EQ(c.hwcaps_active, (std::vector<std::string>{"x86-64-v4", "x86-64-v2"})) << "best first";
+}
+
+// The probe tree (lib/ldshim/probe) is laid out by meson, which cannot read
+// the table: held to it here.
+TEST(LoaderConfig, the_probe_tree_has_a_target_for_exactly_the_isa_levels) {
+    std::vector<std::string> want, have;
+    if (ldshim::testmachine::has_hwcaps_names())
+        for (const auto& l : kIsaLevels) want.emplace_back(l.name);
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(PROBE_DIR "/glibc-hwcaps", ec)) {
+        have.push_back(d.path().filename().string());
+        EXPECT_TRUE(std::filesystem::exists(d.path() / "libldshim-probe-hwcaps.so")) << d.path();
+    }
+    std::sort(want.begin(), want.end());
+    std::sort(have.begin(), have.end());
+    EXPECT_EQ(have, want);
 }
 
 TEST(LoaderConfig, hwcap_mask_zero_leaves_platform_and_tls) {

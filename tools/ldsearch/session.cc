@@ -4,6 +4,7 @@
 #include "host/loader_query.h"
 #include "loader/elf_facts.h"
 #include "loader/path_pool.h"
+#include "machine/machine.h"
 #include "program.h"
 #include "tools/ldsearch/env_record.h"
 
@@ -57,9 +58,7 @@ std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<
                 if (n.empty() || n.find('/') != std::string_view::npos)
                     return "--hwcaps: bad name in '" + *hwcaps + "'";
                 cfg.hwcaps_active.emplace_back(n);
-                if (n == "x86-64-v2") cfg.isa_levels |= 2;
-                if (n == "x86-64-v3") cfg.isa_levels |= 4;
-                if (n == "x86-64-v4") cfg.isa_levels |= 8;
+                cfg.isa_levels |= isa_level_bit(n);
             }
     }
     std::vector<std::string> subdirs;
@@ -111,7 +110,7 @@ int open_program(const Options& o, Session& s, std::string& interp, OpenResult& 
         return kBadInput;
     }
     // The machines modelled; which one applies, its loader's file says.
-    bool modelled = facts.facts.machine == kMachineX86_64 || facts.facts.machine == kMachineAarch64;
+    bool modelled = ldshim::machine::modelled(facts.facts.machine);
     if (facts.facts.elf_class != 2 || !modelled) {
         std::fprintf(stderr, "ldsearch: %s: not an x86-64 or aarch64 ELF program (class %u, machine %u)\n",
                      program.c_str(), facts.facts.elf_class, facts.facts.machine);
