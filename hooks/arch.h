@@ -1,8 +1,8 @@
 // The machine-specific part of patching: which relocation types put a
 // symbol's address into a slot that a hook can take over.  Porting to
 // another architecture means adding a block here, and one each in
-// dlopen_entry.h (the loader's entries) and as_caller.cc (a call made with
-// the caller's return address).
+// resolver/dlopen_entry.h (the loader's entries) and as_caller.cc (a call
+// made with the caller's return address).
 #pragma once
 
 #include <elf.h>
