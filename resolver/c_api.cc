@@ -155,6 +155,11 @@ struct Request {
     bool report_unresolved = false;  // the model's reason becomes this thread's error (ldshim_dlopen_try)
 
     bool dlmopen() const { return dlmopen_next != nullptr; }
+    // Whether `next` is glibc's own (no wrapper that could send a call back).
+    bool glibc_next() const {
+        if (dlmopen()) return dlmopen_next == host::libc_dlmopen_function();
+        return dlopen_next == &host::libc_dlopen || dlopen_next == host::libc_dlopen_function();
+    }
     void* next_id() const {
         return dlmopen() ? reinterpret_cast<void*>(dlmopen_next) : reinterpret_cast<void*>(dlopen_next);
     }
@@ -164,6 +169,7 @@ struct Request {
 // What the core made of a Request.
 enum class Verdict : std::uint8_t {
     answered,    // carried out: *handle is what the call returns
+    as_asked,    // glibc's own, reached unchanged, gives exactly ldshim's answer
     to_glibc,    // ldshim's own forwarding come back (below): glibc's own, not round again
     go_on,       // not ldshim's (off, not started, re-entered, another namespace): `next`, unchanged
     unresolved,  // the model cannot answer for this process: `next`, unchanged
@@ -272,6 +278,10 @@ inline Verdict dlopen_core(const Request& q, void** handle) {
     if (!base && q.lmid != LM_ID_NEWLM) return Verdict::go_on;
     if (const char* handed = nullptr; base && loaded_fast(q.file, handed)) {
         set_error(kNoError);
+        // Loaded, and glibc knows it by the very name asked for: glibc's own
+        // dlopen, reached unchanged, finds it by that name before any
+        // search, whoever calls -- and the call leaves ldshim's frames.
+        if (handed == q.file && q.glibc_next()) return Verdict::as_asked;
         *handle = open_through(q, handed, q.mode, false);
         return Verdict::answered;
     }
@@ -292,6 +302,7 @@ ldshim_dlopen_fn dlopen_decide(ldshim_dlopen_fn next, const void* caller, const 
     Request q{next ? next : host::libc_dlopen, nullptr, LM_ID_BASE, caller, file, mode};
     switch (dlopen_core(q, handle)) {
         case Verdict::answered: return nullptr;
+        case Verdict::as_asked:
         case Verdict::to_glibc: return unwrapped(host::libc_dlopen);
         default: return unwrapped(q.dlopen_next);
     }
@@ -324,6 +335,7 @@ ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* cal
     Request q{next ? next : ldshim::host::libc_dlopen, nullptr, LM_ID_BASE, caller, file, mode, true};
     switch (dlopen_core(q, handle)) {
         case Verdict::answered: return LDSHIM_OK;
+        case Verdict::as_asked: *handle = unwrapped(ldshim::host::libc_dlopen)(file, mode); return LDSHIM_OK;
         case Verdict::unresolved: return LDSHIM_ERR_SYSTEM;
         default: return LDSHIM_ERR_UNSUPPORTED;  // off, re-entered, or its own forwarding come back
     }
@@ -347,6 +359,7 @@ ldshim_dlmopen_fn ldshim_dlmopen_decide(ldshim_dlmopen_fn next, long lmid, const
     Request q{nullptr, next, lmid, caller, file, mode};
     switch (dlopen_core(q, handle)) {
         case Verdict::answered: return nullptr;
+        case Verdict::as_asked:
         case Verdict::to_glibc: {
             ldshim_dlmopen_fn own = ldshim::host::libc_dlmopen_function();
             return own ? own : next;

@@ -316,7 +316,7 @@ bool LiveProcess::loaded_fast(const char* file, const char*& handed) const noexc
     std::uint64_t head = s.head.load(std::memory_order_acquire), tail = s.tail.load(std::memory_order_acquire);
     if (s.seq.load(std::memory_order_relaxed) != seq) return false;
     if (!name || !(at == now) || !key.same(len, head, tail, name, file)) return false;
-    handed = p;
+    handed = p == name ? file : p;
     return true;
 }
 
