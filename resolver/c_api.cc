@@ -16,6 +16,7 @@
 // Settings (host/settings.h), read once (ignored in secure mode):
 //   LDSHIM_DISABLE=1  every call passes through; no hook is written
 //   LDSHIM_DEBUG=1    one line per decision on stderr
+#include "hooks/as_caller.h"
 #include "hooks/patcher.h"
 #include "host/libc.h"
 #include "host/settings.h"
@@ -228,10 +229,30 @@ bool came_back(const char* file, const void* next) {
 // lose the name asked for.
 bool passing_through(const char* file) { return file && file == t_forwarded_file; }
 
+// Lets glibc learn what the model's search learnt (Resolution::
+// record_changed): glibc's own dlopen runs the same search for the true
+// caller, with RTLD_NOLOAD, so it loads nothing.  It is called from a return
+// point in the caller's object, as the dlsym hooks ask glibc
+// (hooks/as_caller.h), so glibc searches the caller's lists.  Without a
+// return point (a shadow stack), glibc's record stays behind the model's.
+// True when glibc was asked (its dlerror() then holds its own answer).
+bool let_glibc_search(const Request& q, const Resolution& r) {
+    if (!r.record_changed || q.lmid != LM_ID_BASE || std::strchr(q.file, '/')) return false;
+    ldshim_dlopen_fn glibc = host::libc_dlopen_function();
+    std::optional<hooks::ReturnPoint> rp = glibc ? hooks::return_point_in(q.caller) : std::nullopt;
+    if (!rp) return false;
+    const auto mode = static_cast<std::uintptr_t>(RTLD_LAZY | RTLD_NOLOAD);
+    void* h = hooks::call_from(*rp, reinterpret_cast<void*>(glibc), const_cast<char*>(q.file),
+                               reinterpret_cast<const void*>(mode), nullptr);
+    if (h) dlclose(h);  // already loaded: it took a reference
+    return true;
+}
+
 // The model's answer `r`, carried out through `next`.
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
+    const bool glibc_searched = let_glibc_search(q, r);
     switch (r.kind) {
         case Resolution::Kind::loaded:
             // By its own name: glibc returns the same object, one more reference.
@@ -243,7 +264,7 @@ void* open_answer(const Request& q, const Resolution& r) {
             // Leave glibc's own dlerror() with the same text: the same name
             // with RTLD_NOLOAD fails the same way when glibc, asked from
             // here, finds nothing either -- and loads nothing if it does.
-            if (base && !r.error.empty())
+            if (base && !r.error.empty() && !glibc_searched)
                 if (void* h = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(h);
             return nullptr;
         case Resolution::Kind::unresolved: break;

@@ -310,11 +310,12 @@ void LiveProcess::read_cache_locked() {
     if (r.image) cache_version_ = read;
 }
 
-void LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
-    if (engine_->cache_lookups() != lookups_before && !cache_.usable()) {
-        cache_failed_ = true;
-        cache_ = LdCache();
-    }
+// True when glibc has just given the cache up, for good.
+bool LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
+    if (cache_failed_ || engine_->cache_lookups() == lookups_before || cache_.usable()) return false;
+    cache_failed_ = true;
+    cache_ = LdCache();
+    return true;
 }
 
 // The loader's generation from its own words, or false when it cannot be read
@@ -706,8 +707,10 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const std::size_t before = engine_->objects().size();
     read_cache_locked();
     const std::uint64_t lookups = engine_->cache_lookups();
+    const std::uint64_t changes = engine_->record_changes();
     MapOutcome m = engine_->dlopen(req);
-    note_cache_use_locked(lookups);
+    const bool cache_failed = note_cache_use_locked(lookups);
+    r.record_changed = cache_failed || engine_->record_changes() != changes;
     note_added(before);
     if (new_namespace) {
         Resolution out;
