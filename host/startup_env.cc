@@ -8,13 +8,15 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <ctime>
 #include <string_view>
 
 namespace ldshim::host {
 namespace {
 
-std::optional<std::string> read_proc_environ() {
-    int fd = ::open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+std::optional<std::string> read_proc_file(const char* path) {
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     std::string block;
     char buf[4096];
@@ -58,7 +60,7 @@ std::vector<const char*> StartupEnvironment::envp() const {
 }
 
 std::optional<StartupEnvironment> startup_environment(std::string* error) {
-    std::optional<std::string> block = read_proc_environ();
+    std::optional<std::string> block = read_proc_file("/proc/self/environ");
     if (!block) block = read_startup_strings();
     if (!block) {
         if (error)
@@ -71,6 +73,26 @@ std::optional<StartupEnvironment> startup_environment(std::string* error) {
     env.strings = loader::startup_entries(*block);
     env.vars = loader::read_loader_environment(loader::env_entries(env.strings));
     return env;
+}
+
+std::optional<std::int64_t> process_start_ns() {
+    // Field 22 (starttime, in clock ticks since boot) follows the command
+    // name, which may hold spaces and parentheses: count from its last ')'.
+    auto stat = read_proc_file("/proc/self/stat");
+    if (!stat) return std::nullopt;
+    std::size_t at = stat->rfind(')');
+    for (int field = 2; at != std::string::npos && field < 22; ++field) at = stat->find(' ', at + 1);
+    if (at == std::string::npos) return std::nullopt;
+    char* end = nullptr;
+    unsigned long long ticks = std::strtoull(stat->c_str() + at + 1, &end, 10);
+    long hz = sysconf(_SC_CLK_TCK);
+    timespec real{}, boot{};
+    if (end == stat->c_str() + at + 1 || hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return std::nullopt;
+    auto ns = [](const timespec& t) { return std::int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
+    const std::int64_t since_boot = static_cast<std::int64_t>(ticks) * (1000000000 / hz);
+    return ns(real) - ns(boot) + since_boot;
 }
 
 }  // namespace ldshim::host

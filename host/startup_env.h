@@ -20,6 +20,7 @@
 
 #include "loader/loader_env.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,5 +36,10 @@ struct StartupEnvironment {
 
 // Nullopt, with the reason, when neither way can read them.
 std::optional<StartupEnvironment> startup_environment(std::string* error);
+
+// When this process started, in nanoseconds of CLOCK_REALTIME, to the
+// kernel's tick (/proc/self/stat's start time, since boot); nullopt where
+// /proc cannot say.
+std::optional<std::int64_t> process_start_ns();
 
 }  // namespace ldshim::host

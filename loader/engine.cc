@@ -257,6 +257,12 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
     return {};
 }
 
+void Engine::take_dir_status(const std::string& dirname, const std::vector<DirStatus>& status) {
+    if (dirname.empty() || dirname[0] != '/') return;  // relative: never pruned, by either
+    DirEntry* d = pool_.find(dirname);
+    if (d && d->status.size() == status.size()) d->status = status;
+}
+
 // glibc 2.43's note on a candidate open_verify could not use.
 void Engine::explain_candidate(const char* why) {
     if (cfg_.behaviour.explains_candidates) emit(TraceEvent::Kind::candidate_failed, why);

@@ -132,6 +132,11 @@ public:
     // list dropped.  A runtime that answers searches for glibc must let
     // glibc learn the same.
     std::uint64_t record_changes() const { return record_changes_; }
+    // What the real loader records of an absolute directory the model's
+    // lists name (one status per subdirectory index), taken in place of
+    // what the model's emulation learnt.  Ignored for a directory no list
+    // of the model names, or a record of another shape.
+    void take_dir_status(const std::string& dirname, const std::vector<DirStatus>& status);
     // One name or list element with `owner`'s tokens expanded under this
     // process's rules; "" when the loader would drop it (`why` says why).
     std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;

@@ -39,6 +39,11 @@ public:
     // The entry for `dir` (already normalised), created with this label and
     // owner if it is new.
     DirEntry* intern(const std::string& dir, Label what, const std::optional<std::string>& where);
+    // The entry for `dir` if a list has named it, else nullptr.
+    DirEntry* find(const std::string& dir) {
+        auto it = index_.find(dir);
+        return it == index_.end() ? nullptr : it->second;
+    }
     std::size_t nsubdirs() const { return nsub_; }
     std::size_t size() const { return entries_.size(); }
 

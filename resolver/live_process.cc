@@ -1,10 +1,12 @@
 #include "resolver/live_process.h"
 
+#include "host/dir_record.h"
 #include "host/find_object.h"
 #include "host/libc.h"
 #include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
 #include "host/settings.h"
+#include "host/startup_env.h"
 #include "loader/loaded_extent.h"
 #include "machine/machine.h"
 
@@ -287,7 +289,15 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc
-    note_cache_use_locked(0);
+    // The start-up searches were glibc's own, against the directories as
+    // they were then: what glibc recorded of each is the truth, where it can
+    // be read (else the emulation's, from the directories as they are now).
+    if (auto record = host::read_dir_record(engine_->config().subdirs.size()))
+        for (const auto& d : *record) engine_->take_dir_status(d.dirname, d.status);
+    // glibc read the cache at start-up, if a search needed it; the
+    // emulation read it now.  Only a file unchanged since the process
+    // started says whether glibc gave it up then.
+    if (cache_unchanged_since_start()) note_cache_use_locked(0);
     engine_->set_keep_going(false);
     note_added(0);
     words_ = host::loader_words();
@@ -308,6 +318,14 @@ void LiveProcess::read_cache_locked() {
     cache_ = LdCache::parse(r.image);
     cache_version_.reset();
     if (r.image) cache_version_ = read;
+}
+
+// The cache file as the model read it was there, unchanged, when the
+// process started (to the kernel's tick, with one tick to spare).
+bool LiveProcess::cache_unchanged_since_start() const {
+    std::optional<std::int64_t> start = host::process_start_ns();
+    constexpr std::int64_t kTickNs = 20'000'000;
+    return cache_version_ && start && cache_version_->ctime_ns < *start - kTickNs;
 }
 
 // True when glibc has just given the cache up, for good.

@@ -145,6 +145,7 @@ private:
     void forget_pending_locked();
     void read_cache_locked();
     bool note_cache_use_locked(std::uint64_t lookups_before);
+    bool cache_unchanged_since_start() const;
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;

@@ -226,6 +226,20 @@ TEST(ResolverEvents, a_directory_found_missing_by_a_dlopen_is_skipped_for_later_
     EXPECT_EQ(r.glibc, r.from) << unified_diff(r.glibc, r.from, "glibc alone", "ldshim_dlopen_from");
 }
 
+// A directory glibc found missing at start-up and that was created before
+// the first dlopen: glibc does not look again, whatever is there now.
+TEST(ResolverEvents, a_directory_missing_at_start_up_and_created_before_the_first_dlopen_stays_skipped) {
+    Tree t;
+    const std::string m0 = t.abs("m0"), late = t.abs("late");
+    evlib(t, "late/libevtop.so", 1);
+    evlib(t, "spare/libevtop.so", 2);
+    driver(t);
+    // libc.so.6 is searched for at start-up through LD_LIBRARY_PATH.
+    auto r = same_as_glibc(t, {"x:" + put(t.abs("spare/libevtop.so"), m0 + "/libevtop.so"), "o:libevtop.so"},
+                           {{"LD_LIBRARY_PATH", m0 + ":" + late}}, "", "rm -rf m0");
+    EXPECT_TRUE(has(r, "RESULT init 1")) << "the library did not come from late/\n" << ::testing::PrintToString(r);
+}
+
 // glibc reads /etc/ld.so.cache at each dlopen that reaches it (it unmaps it
 // at the end of every dlopen), so a cache that ldconfig replaced is read
 // afresh; a file it could not use, once read, is never read again, and one
@@ -275,6 +289,14 @@ TEST_F(CacheEvents, a_cache_found_unusable_is_never_read_again) {
         {{"LD_LIBRARY_PATH", t.abs("ll")}}, in_namespace(), reset());
     EXPECT_TRUE(has(r, "RESULT " + t.abs("c2/libevc.so") + " #2"));
     EXPECT_FALSE(has(r, "RESULT " + t.abs("c1/libevc.so") + " #1")) << "the cache was read after glibc gave up";
+}
+
+// A cache spoilt after start-up, before the first dlopen: glibc read the
+// good one at start-up and has not given the cache up.
+TEST_F(CacheEvents, a_cache_spoilt_before_the_first_dlopen_was_not_given_up_at_start_up) {
+    auto r = same_as_glibc(t, {cache("corrupt"), "o:libevl.so", cache("cache2"), "o:libevc.so"},
+                           {{"LD_LIBRARY_PATH", t.abs("ll")}}, in_namespace(), reset());
+    EXPECT_TRUE(has(r, "RESULT " + t.abs("c2/libevc.so") + " #2")) << ::testing::PrintToString(r);
 }
 
 // A search ldshim answered found the cache unusable: glibc, handed a path,
