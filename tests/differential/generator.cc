@@ -349,61 +349,108 @@ void make_dirs(const std::string& dir, std::vector<GenOp>& out) {
     out.push_back({'M', "", "@/" + dir});
 }
 
-std::string env_value(Rng& r, const Shape& s, const GenTree& t, const std::string& var) {
-    if (var == "LD_PRELOAD") return r.pick(s.logicals).request;
-    return join(*path_list(r, s, dirname_of(t.exe)), ':');
+// The names of the libraries in `dir` (tree-relative), as a dlopen or a
+// search asks for them.
+std::vector<std::string> names_in(const GenTree& t, const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& l : t.libs)
+        if (dirname_of(l.file) == dir) {
+            names.push_back(base_name(l.file));
+            if (!l.soname.empty()) names.push_back(l.soname);
+        }
+    return names;
 }
 
-// One event, and the calls that would see what it changed.
-std::vector<GenOp> one_event(Rng& r, const Shape& s, GenTree& t, bool with_cache) {
+// Paths relative to the working directory `dir` (tree-relative) of the
+// libraries below it and in the tree: "./sub/libx.so", "sub/libx.so",
+// "../d0/libx.so".
+std::vector<std::string> relative_names(const GenTree& t, const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& l : t.libs) {
+        if (dir.empty() || dir == ".") names.push_back("./" + l.file);
+        if (!dir.empty() && l.file.starts_with(dir + "/")) {
+            names.push_back(l.file.substr(dir.size() + 1));
+            names.push_back("./" + l.file.substr(dir.size() + 1));
+        }
+        if (!dir.empty() && dir.find('/') == std::string::npos) names.push_back("../" + l.file);
+    }
+    return names;
+}
+
+// The environment: one of the variables glibc reads at start-up only,
+// changed in one of the ways a program can.
+GenOp env_event(Rng& r, const Shape& s, const GenTree& t, std::vector<std::string>& focus) {
     static const std::vector<std::string> vars{"LD_LIBRARY_PATH", "LD_PRELOAD", "LD_ORIGIN_PATH"};
-    std::vector<GenOp> out;
-    std::size_t roll = r.below(100);
-    if (roll < 22) {
-        const std::string& var = r.pick(vars);
-        std::string how(1, "supcr"[r.below(5)]);
-        std::string arg = how == "u" ? var : how == "c" ? "" : var + "=" + env_value(r, s, t, var);
-        if (how == "r" && r.chance(25)) arg.clear();  // an empty environment
-        out.push_back({'E', how, arg});
-    } else if (roll < 42) {
-        static const std::vector<std::string> fixed{"..", "@/.", "@/m0", "@/afile", "@/bin", "."};
-        std::string dir = r.chance(60) ? r.pick(s.spellings) : r.pick(fixed);
-        if (r.chance(50) && dir.find('.') != 0 && dir[0] != '@') dir = "@/" + dir;
-        out.push_back({'D', "", dir});
-    } else if (roll < 62) {
+    const std::string& var = r.pick(vars);
+    std::string value =
+        var == "LD_PRELOAD" ? r.pick(s.logicals).request : join(*path_list(r, s, dirname_of(t.exe)), ':');
+    std::string how(1, "supcr"[r.below(5)]);
+    std::string arg = how == "u" ? var : how == "c" ? "" : var + "=" + value;
+    if (how == "r" && r.chance(25)) arg.clear();  // an empty environment
+    focus.push_back(r.pick(s.logicals).request);
+    return {'E', how, arg};
+}
+
+// Files and directories: made, filled, removed or renamed away.
+void file_event(Rng& r, const Shape& s, const GenTree& t, std::vector<GenOp>& out, std::vector<std::string>& focus) {
+    if (r.chance(60)) {
         std::string dir = event_dir(r, s);
         if (r.chance(70)) make_dirs(dir, out);
         const std::string& file = r.pick(s.lib_files);
         std::string dest = r.chance(60) ? base_name(file) : r.pick(s.logicals).file;
         out.push_back({'P', "@/" + file, "@/" + dir + "/" + dest});
+        focus = {dest, "@/" + dir + "/" + dest};
+        return;
+    }
+    bool file = r.chance(65);
+    std::string what = file ? r.pick(s.lib_files) : r.pick(s.dirs);
+    if (r.chance(50))
+        out.push_back({'R', "", "@/" + what});
+    else
+        out.push_back({'V', "@/" + what, "@/" + (r.chance(50) ? what + ".away" : "m" + std::to_string(r.below(3)))});
+    focus = file ? names_in(t, dirname_of(what)) : names_in(t, what);
+}
+
+// The cache replaced (as ldconfig does) or removed.
+GenOp cache_event(Rng& r, const Shape& s, GenTree& t, std::vector<std::string>& focus) {
+    if (t.cache_dirs.empty()) t.cache_dirs.push_back(r.pick(s.spellings));
+    t.cache_in_etc = true;
+    if (t.cache_next_dirs.empty())
+        for (const auto& d : s.spellings)
+            if (r.chance(50)) t.cache_next_dirs.push_back(d);
+    for (const auto& d : r.chance(70) ? t.cache_next_dirs : t.cache_dirs)
+        for (auto& n : names_in(t, d)) focus.push_back(std::move(n));
+    if (r.chance(70)) return {'P', "@/etc/ld.so.cache.1", "@/etc/ld.so.cache"};
+    return {'R', "", "@/etc/ld.so.cache"};
+}
+
+// One event, and the calls that would see what it changed (mostly asking
+// for what it changed: `focus`).
+std::vector<GenOp> one_event(Rng& r, const Shape& s, GenTree& t, bool with_cache) {
+    std::vector<GenOp> out;
+    std::vector<std::string> focus;
+    std::size_t roll = r.below(100);
+    if (roll < 22) {
+        out.push_back(env_event(r, s, t, focus));
+    } else if (roll < 42) {
+        static const std::vector<std::string> fixed{"..", "@/.", "@/m0", "@/afile", "@/bin", "."};
+        std::string dir = r.chance(60) ? r.pick(s.spellings) : r.pick(fixed);
+        focus = relative_names(t, dir.starts_with("@/") ? dir.substr(2) : dir);
+        if (r.chance(50) && dir.find('.') != 0 && dir[0] != '@') dir = "@/" + dir;
+        out.push_back({'D', "", dir});
     } else if (roll < 74) {
-        std::string what = r.chance(65) ? r.pick(s.lib_files) : r.pick(s.dirs);
-        if (r.chance(50))
-            out.push_back({'R', "", "@/" + what});
-        else
-            out.push_back(
-                {'V', "@/" + what, "@/" + (r.chance(50) ? what + ".away" : "m" + std::to_string(r.below(3)))});
+        file_event(r, s, t, out, focus);
     } else if (roll < 86 && with_cache) {
-        if (t.cache_dirs.empty()) t.cache_dirs.push_back(r.pick(s.spellings));
-        t.cache_in_etc = true;
-        if (t.cache_next_dirs.empty())
-            for (const auto& d : s.spellings)
-                if (r.chance(50)) t.cache_next_dirs.push_back(d);
-        if (r.chance(70))
-            out.push_back({'P', "@/etc/ld.so.cache.1", "@/etc/ld.so.cache"});
-        else
-            out.push_back({'R', "", "@/etc/ld.so.cache"});
+        out.push_back(cache_event(r, s, t, focus));
     } else {
         // Two threads open the same name from the same caller: either order
         // gives both the same object, so the output is deterministic.
         std::string caller = t.ops.empty() || r.chance(40) ? "" : r.pick(t.ops).caller;
         out.push_back({'t', caller, wanted(r, s, 10)});
     }
-    // A call that sees the change: a name, or a path relative to the
-    // working directory.
-    for (std::size_t i = 0, n = r.below(3); i < n; ++i) {
-        std::string name = wanted(r, s, 10);
-        if (r.chance(35)) name = (r.chance(50) ? "./" : "") + r.pick(s.lib_files);
+    for (std::size_t i = 0, n = r.below(4); i < n; ++i) {
+        std::string name = !focus.empty() && r.chance(65) ? r.pick(focus) : wanted(r, s, 10);
+        if (r.chance(15)) name = (r.chance(50) ? "./" : "") + r.pick(s.lib_files);
         out.push_back({r.chance(15) ? 'n' : 'o', r.chance(70) || t.ops.empty() ? "" : r.pick(t.ops).caller, name});
     }
     return out;
