@@ -326,14 +326,34 @@ void add_relative_elements(Rng& r, const Shape& s, GenTree& t) {
 
 std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// The missing directories (m0..m2) the tree's lists name.
+std::vector<std::string> named_missing(const GenTree& t) {
+    std::vector<std::string> out;
+    auto scan = [&](const PathList& pl) {
+        if (pl)
+            for (const auto& e : *pl)
+                if (e.size() >= 4 && e.starts_with("@/m") && e.find('/', 2) == std::string::npos)
+                    out.push_back(e.substr(2));
+    };
+    for (const auto& l : t.libs) {
+        scan(l.rpath);
+        scan(l.runpath);
+    }
+    for (const PathList* pl : {&t.exe_rpath, &t.exe_runpath, &t.ld_library_path}) scan(*pl);
+    return out;
+}
+
 // A directory an event creates, copies into or changes to: the tree's own,
-// ones its lists name but nobody made (m0..m2), subdirectories the loader
-// tries, a tree directory inside another (for relative elements after a
-// chdir).
-std::string event_dir(Rng& r, const Shape& s) {
+// ones its lists name but nobody made (m0..m2; glibc remembers them missing
+// once it has looked), subdirectories the loader tries, a tree directory
+// inside another (for relative elements after a chdir).
+std::string event_dir(Rng& r, const Shape& s, const GenTree& t) {
     std::size_t roll = r.below(100);
     if (roll < 30) return r.pick(s.dirs);
-    if (roll < 55) return "m" + std::to_string(r.below(3));
+    if (roll < 55) {
+        std::vector<std::string> named = named_missing(t);
+        return !named.empty() && r.chance(75) ? r.pick(named) : "m" + std::to_string(r.below(3));
+    }
     if (roll < 80) {
         std::string sub = r.pick(s.names->subdirs);
         return r.pick(s.dirs) + "/" + sub.substr(0, sub.size() - 1);
@@ -394,7 +414,7 @@ GenOp env_event(Rng& r, const Shape& s, const GenTree& t, std::vector<std::strin
 // Files and directories: made, filled, removed or renamed away.
 void file_event(Rng& r, const Shape& s, const GenTree& t, std::vector<GenOp>& out, std::vector<std::string>& focus) {
     if (r.chance(60)) {
-        std::string dir = event_dir(r, s);
+        std::string dir = event_dir(r, s, t);
         if (r.chance(70)) make_dirs(dir, out);
         const std::string& file = r.pick(s.lib_files);
         std::string dest = r.chance(60) ? base_name(file) : r.pick(s.logicals).file;

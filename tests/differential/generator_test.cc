@@ -1,6 +1,6 @@
 // Random library trees against the real loader (generator.h).  Knobs, all
 // optional:
-//   LDSHIM_GEN_SEEDS=N      trees to run (default 300; with events 200)
+//   LDSHIM_GEN_SEEDS=N      trees to run (default 250; with events 150)
 //   LDSHIM_GEN_EVENTS=1     trees with process events among their dlopens
 //                           (generator.h; the test generator-events)
 //   LDSHIM_GEN_SEED=S       base seed: tree i uses S+i (default: random, printed)
@@ -58,7 +58,7 @@ std::vector<std::uint64_t> seeds_to_run() {
         return seeds;
     }
     std::uint64_t base = env_number("LDSHIM_GEN_SEED", std::random_device{}() % 1000000000u);
-    std::uint64_t n = env_number("LDSHIM_GEN_SEEDS", with_events() ? 200 : 300);
+    std::uint64_t n = env_number("LDSHIM_GEN_SEEDS", with_events() ? 150 : 250);
     std::printf("generator: base seed %llu, %llu trees%s (LDSHIM_GEN_SEED=%llu reproduces them)\n",
                 static_cast<unsigned long long>(base), static_cast<unsigned long long>(n),
                 with_events() ? " with process events" : "", static_cast<unsigned long long>(base));
