@@ -431,8 +431,10 @@ void file_event(Rng& r, const Shape& s, const GenTree& t, std::vector<GenOp>& ou
     focus = file ? names_in(t, dirname_of(what)) : names_in(t, what);
 }
 
-// The cache replaced (as ldconfig does) or removed.
-GenOp cache_event(Rng& r, const Shape& s, GenTree& t, std::vector<std::string>& focus) {
+// The cache replaced (as ldconfig does) or removed; after a removal, often
+// a call that needs the cache and then the new cache in place (glibc keeps
+// a cache it failed to open failed).
+void cache_event(Rng& r, const Shape& s, GenTree& t, std::vector<GenOp>& out, std::vector<std::string>& focus) {
     if (t.cache_dirs.empty()) t.cache_dirs.push_back(r.pick(s.spellings));
     t.cache_in_etc = true;
     if (t.cache_next_dirs.empty())
@@ -440,8 +442,16 @@ GenOp cache_event(Rng& r, const Shape& s, GenTree& t, std::vector<std::string>& 
             if (r.chance(50)) t.cache_next_dirs.push_back(d);
     for (const auto& d : r.chance(70) ? t.cache_next_dirs : t.cache_dirs)
         for (auto& n : names_in(t, d)) focus.push_back(std::move(n));
-    if (r.chance(70)) return {'P', "@/etc/ld.so.cache.1", "@/etc/ld.so.cache"};
-    return {'R', "", "@/etc/ld.so.cache"};
+    const GenOp install{'P', "@/etc/ld.so.cache.1", "@/etc/ld.so.cache"};
+    if (r.chance(70)) {
+        out.push_back(install);
+        return;
+    }
+    out.push_back({'R', "", "@/etc/ld.so.cache"});
+    if (r.chance(50)) {
+        out.push_back({'o', "", r.pick(s.logicals).request});
+        out.push_back(install);
+    }
 }
 
 // One event, and the calls that would see what it changed (mostly asking
@@ -461,7 +471,7 @@ std::vector<GenOp> one_event(Rng& r, const Shape& s, GenTree& t, bool with_cache
     } else if (roll < 74) {
         file_event(r, s, t, out, focus);
     } else if (roll < 86 && with_cache) {
-        out.push_back(cache_event(r, s, t, focus));
+        cache_event(r, s, t, out, focus);
     } else {
         // Two threads open the same name from the same caller: either order
         // gives both the same object, so the output is deterministic.
