@@ -19,7 +19,7 @@
 #   bench/preload_startup.sh                       (BUILD=build by default)
 #   BUILD=build-perf LIBS=400 RELOCS=200000 RSS_RUNS=11 WALL_RUNS=200 bench/preload_startup.sh
 #   QUICK=1 bench/preload_startup.sh    (a quick look: 100 libraries, 20,000 relocations, few runs)
-# Targets (issue 34): /bin/true at most +100,000 instructions over no
+# Targets: /bin/true at most +100,000 instructions over no
 # preload; python3 at most +1 %; the 400-library program at most +2 %;
 # peak RSS at most +256 KiB.
 set -eu

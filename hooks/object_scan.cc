@@ -11,18 +11,6 @@
 
 namespace ldshim::hooks {
 
-namespace arch {
-const char* slot_kind_name(SlotKind k) {
-    switch (k) {
-        case SlotKind::jump_slot: return "JUMP_SLOT";
-        case SlotKind::glob_dat: return "GLOB_DAT";
-        case SlotKind::abs64: return "ABS64";
-        case SlotKind::none: break;
-    }
-    return "none";
-}
-}  // namespace arch
-
 bool relocated(const dl_phdr_info& info) {
     for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
         if (info.dlpi_phdr[i].p_type != PT_LOAD) continue;
@@ -40,7 +28,7 @@ namespace {
 // A dynamic section decoded once: every tag below DT_ENCODING into a table
 // by number, and those of the GNU versioning range (DT_VERSYM to
 // DT_VERNEEDNUM, DT_RELACOUNT among them) into another by offset: one store
-// per entry, where a switch cost a dozen instructions.  0 is "absent".
+// per entry instead of a switch.  0 is "absent".
 struct DynamicTags {
     static constexpr std::uint64_t kGnuFirst = DT_VERSYM, kGnuCount = DT_VERNEEDNUM - DT_VERSYM + 1;
     std::uint64_t tag[DT_ENCODING] = {};
@@ -229,7 +217,7 @@ bool ObjectImports::complete(const ElfW(Rela) & r, const char* name, Import& out
     std::uintptr_t slot = info_.dlpi_addr + r.r_offset;
     if (!contains(slot, sizeof(void*)) || slot % alignof(void*) != 0) return false;
     out.slot = slot;
-    out.kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
+    out.kind = machine::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
     out.name = name;
     out.version = version_name(static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info)));
     out.addend = r.r_addend;
@@ -237,9 +225,9 @@ bool ObjectImports::complete(const ElfW(Rela) & r, const char* name, Import& out
 }
 
 bool ObjectImports::decode(const ElfW(Rela) & r, Import& out) const {
-    arch::SlotKind kind = arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
+    machine::SlotKind kind = machine::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info)));
     auto sym = static_cast<std::uint32_t>(ELF64_R_SYM(r.r_info));
-    if (kind == arch::SlotKind::none || sym == 0) return false;
+    if (kind == machine::SlotKind::none || sym == 0) return false;
     auto sp = reinterpret_cast<std::uintptr_t>(symtab_) + std::uintptr_t{sym} * syment_;
     if (!contains(sp, sizeof(ElfW(Sym)))) return false;
     const auto& s = *reinterpret_cast<const ElfW(Sym)*>(sp);

@@ -1,13 +1,13 @@
 // Reads a loaded object's imports from its in-memory dynamic section: the
-// relocations that store a symbol's address into a slot (arch.h), with the
+// relocations that store a symbol's address into a slot (machine/machine.h), with the
 // symbol's name and the version the import asks for.  The dynamic section is
 // decoded once per object; every pointer is checked against the object's
 // PT_LOAD segments before it is followed.  Runs inside dl_iterate_phdr's
 // callback, so it calls nothing that takes a loader lock.
 #pragma once
 
-#include "hooks/arch.h"
 #include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <link.h>
 
@@ -19,7 +19,7 @@ namespace ldshim::hooks {
 
 struct Import {
     std::uintptr_t slot;  // address of the slot
-    arch::SlotKind kind;
+    machine::SlotKind kind;
     const char* name;     // in the object's string table
     const char* version;  // the version the import names, or nullptr
     std::int64_t addend;
@@ -106,7 +106,7 @@ private:
         // kUsual: syment is ELF's and the string table ends with a NUL.
         template <bool kUsual>
         const char* of(const ElfW(Rela) & r) const {
-            if (arch::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info))) == arch::SlotKind::none)
+            if (machine::slot_kind(static_cast<std::uint32_t>(ELF64_R_TYPE(r.r_info))) == machine::SlotKind::none)
                 return nullptr;
             auto sym = static_cast<std::uint64_t>(ELF64_R_SYM(r.r_info));
             if (sym == 0 || sym >= nsyms) return nullptr;

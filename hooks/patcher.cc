@@ -206,7 +206,7 @@ void Patcher::publish_loader_targets_locked() {
 
 int Patcher::install(unsigned flags) {
     if (flags == 0 || (flags & ~(LDSHIM_HOOK_CUDA | LDSHIM_HOOK_DLOPEN))) return LDSHIM_ERR_INVALID_ARGUMENT;
-    if (!arch::kSupported || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
+    if (!machine::kSlotsKnown || ((flags & LDSHIM_HOOK_CUDA) && !cuda_hooks_built())) return LDSHIM_ERR_UNSUPPORTED;
     if (host::settings().disabled) return LDSHIM_OK;  // LDSHIM_DISABLE: inert, as asked
     std::lock_guard lock(mu_);
     if (nothing_new_locked(flags)) return LDSHIM_OK;
@@ -429,7 +429,7 @@ constexpr ObjectImports::Name kRelayed[] = {{"dlerror", loader::gnu_hash("dlerro
     int id = find_hook(imp.name);
     const HookDef& def = hook_def(id);
     if (def.version && imp.version && std::strcmp(def.version, imp.version) != 0) return;
-    if (imp.kind == arch::SlotKind::abs64 && imp.addend != 0) return;
+    if (imp.kind == machine::SlotKind::abs64 && imp.addend != 0) return;
     room.hits.push({imp.slot, id, imp.version ? room.text.put_string(imp.version) : host::ScratchText::npos});
     room.take(info, obj, imp.slot, id, imp.version, name);
 }

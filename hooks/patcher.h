@@ -7,9 +7,9 @@
 // mutex; hooks themselves never take it.
 #pragma once
 
-#include "hooks/arch.h"
 #include "host/futex_mutex.h"
 #include "host/libc.h"
+#include "machine/machine.h"
 
 #include <link.h>
 

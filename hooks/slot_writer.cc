@@ -29,8 +29,8 @@ struct Mapping {
     int prot;
 };
 
-// Every mapping's protection, from /proc/self/maps (~1 ms with 500
-// libraries).  Read before the walk; the writer's own changes are undone
+// Every mapping's protection, from /proc/self/maps (a line per mapping, so
+// slow with many libraries).  Read before the walk; the writer's own changes are undone
 // before it returns, so the copy stays true for the walk.
 std::vector<Mapping> read_protections() {
     std::vector<Mapping> maps;

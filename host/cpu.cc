@@ -24,8 +24,8 @@
 namespace ldshim::host {
 
 #if defined(__x86_64__)
-// Each CPUID instruction traps to the hypervisor in a virtual machine (4 to
-// 9 us each), so where glibc exports the words its own start-up already read
+// Each CPUID instruction traps to the hypervisor in a virtual machine, so
+// where glibc exports the words its own start-up already read
 // (raw and active: the latter carries the XCR0 checks and GLIBC_TUNABLES),
 // those are taken, with XGETBV (no trap).  Leaf 1 EBX[31:24] is the initial
 // APIC id of the core that ran the start-up: it says nothing about features

@@ -1,6 +1,6 @@
 // What identifies this CPU to the loader, for the keys of cached loader
-// answers.  The one place with machine-specific code outside hooks/arch.h:
-// x86-64 reads glibc's own feature words (<sys/platform/x86.h>) or CPUID.
+// answers: x86-64 reads glibc's own feature words (<sys/platform/x86.h>) or
+// CPUID.
 #pragma once
 
 #include <string>

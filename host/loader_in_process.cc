@@ -12,16 +12,16 @@
 //  * legacy hwcap bits: getauxval(AT_HWCAP), which glibc answers with its
 //    own dl_hwcap (x86-64's synthetic bits; on aarch64 the kernel's, e.g.
 //    HWCAP_ATOMICS), under glibc.cpu.hwcap_mask / LD_HWCAP_MASK from the
-//    environment libldshim was loaded with (host/settings.h), whose default
-//    is that machine's;
+//    environment ld.so started with (host/startup_env.h), whose default is
+//    that machine's;
 //  * what only the version tells (bug fixes, the 2.43 debug lines):
 //    glibc_release(), checked against the probe where both speak.
 #include "host/loader_in_process.h"
 
 #include "host/loaded_objects.h"
 #include "host/self_probe.h"
-#include "host/settings.h"
 #include "loader/elf_facts.h"
+#include "machine/machine.h"
 
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
@@ -72,7 +72,7 @@ bool own_loader_refuses_pie(std::uintptr_t base) {
 bool read_own_loader_machine(std::uintptr_t base, LoaderConfig& cfg) {
     std::string_view head(reinterpret_cast<const char*>(base), sizeof(ElfW(Ehdr)));
     if (!read_loader_machine(head, cfg)) return false;
-    return cfg.machine == kMachineX86_64 || cfg.machine == kMachineAarch64;
+    return machine::modelled(cfg.machine);
 }
 
 // The main program's dynamic section, in memory (the first object
@@ -93,34 +93,17 @@ std::optional<ObjectFacts> main_program_facts() {
     return std::move(r.facts);
 }
 
-// LD_LIBRARY_PATH as ld.so read it at startup: the last occurrence wins;
-// set-id processes ignore it.
-std::optional<std::string> startup_library_path(bool secure) {
-    std::optional<std::string> out;
-    if (secure) return out;
-    for (char* const* e = loaded_environment(); e && *e; ++e)
-        if (std::string_view(*e).starts_with("LD_LIBRARY_PATH=")) out = std::string(*e + 16);
-    return out;
-}
-
 }  // namespace
 
-std::optional<std::string> main_program_origin(bool secure) {
+std::optional<std::string> main_program_origin(const StartupEnvironment& env, bool secure) {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
-    if (n > 0 && buf[0] == '/') {
-        std::string path(buf, static_cast<std::size_t>(n));
-        auto slash = path.rfind('/');
-        return slash == 0 ? std::string("/") : path.substr(0, slash);
-    }
-    const char* o = secure ? nullptr : std::getenv("LD_ORIGIN_PATH");
-    if (!o) return std::nullopt;
-    std::string s(o);
-    while (s.size() > 1 && s.back() == '/') s.pop_back();
-    return s;
+    std::optional<std::string> exe;
+    if (n > 0) exe = std::string(buf, static_cast<std::size_t>(n));
+    return loader::main_program_origin(exe, env.vars.origin_path, secure);
 }
 
-std::optional<LoaderConfig> derive_in_process(std::string* error) {
+std::optional<LoaderConfig> derive_in_process(const StartupEnvironment& env, std::string* error) {
     auto fail = [&](std::string why) -> std::optional<LoaderConfig> {
         if (error) *error = std::move(why);
         return std::nullopt;
@@ -149,8 +132,8 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     const bool secure = getauxval(AT_SECURE) != 0;
     SerinfoPrefix p;
     p.main_rpath = facts->effective_rpath();
-    p.library_path = startup_library_path(secure);
-    p.origin = main_program_origin(secure);
+    p.library_path = env.vars.library_path;
+    p.origin = main_program_origin(env, secure);
     p.platform = probe->platform;
     p.secure = secure;
     auto dirs = system_dirs_from_serinfo(*serinfo, p, &why);
@@ -159,10 +142,9 @@ std::optional<LoaderConfig> derive_in_process(std::string* error) {
     // entries against; from 2.40 it skips every such entry, as no bit does.
     // A searched bit ldshim cannot name (a wider mask on aarch64) would be a
     // subdirectory the model lacks.
-    std::uint64_t searched =
-        release->legacy_cache_entries
-            ? getauxval(AT_HWCAP) & hwcap_mask_from_env(loaded_environment(), secure, target.machine)
-            : 0;
+    std::uint64_t searched = release->legacy_cache_entries
+                                 ? getauxval(AT_HWCAP) & hwcap_mask_from_env(env.envp().data(), secure, target.machine)
+                                 : 0;
     if (probe->legacy_subdirs && (searched & ~named_hwcap_bits(target.machine)))
         return fail("this machine's legacy hwcap names are not modelled");
     LoaderConfig cfg = assemble_config(std::move(*dirs), probe->isa_levels, probe->platform, searched, target.machine);

@@ -1,6 +1,7 @@
 // This process's own loader configuration, for the runtime resolver.
 #pragma once
 
+#include "host/startup_env.h"
 #include "loader/loader_config.h"
 
 #include <optional>
@@ -19,13 +20,14 @@ namespace ldshim::host {
 // started as `ld.so PROGRAM` (whose options are not visible), a search list
 // that cannot be accounted for -- returns nullopt with the reason in *error;
 // the runtime then leaves dlopen to glibc (resolver/live_process.cc) rather
-// than guess.
-std::optional<loader::LoaderConfig> derive_in_process(std::string* error);
+// than guess.  `env`: what ld.so read at start-up (LD_LIBRARY_PATH,
+// LD_ORIGIN_PATH, the hwcap mask).
+std::optional<loader::LoaderConfig> derive_in_process(const StartupEnvironment& env, std::string* error);
 
-// The main program's $ORIGIN as ld.so takes it: the directory part of
-// /proc/self/exe's target, read with readlink alone (so " (deleted)" and
-// all, for a program replaced while it runs), else LD_ORIGIN_PATH without
-// trailing slashes (not in a set-id process).
-std::optional<std::string> main_program_origin(bool secure);
+// The main program's $ORIGIN as ld.so takes it (loader::main_program_origin):
+// from /proc/self/exe's target, read with readlink alone (so " (deleted)"
+// and all, for a program replaced while it runs), else from the start-up
+// LD_ORIGIN_PATH.
+std::optional<std::string> main_program_origin(const StartupEnvironment& env, bool secure);
 
 }  // namespace ldshim::host

@@ -8,6 +8,7 @@
 #include "host/cpu.h"
 #include "host/real_fs.h"
 #include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -215,8 +216,8 @@ std::string cache_key(const std::string& rtld, const LoaderCpuEnv& env) {
     mix_str("ldshim-loader-config-v6");
     // The file holds what this program's parsers made of the answer: another
     // build of ldshim, with other rules, asks the loader afresh.  The build
-    // ID says which build this is without a system call (a stat of
-    // /proc/self/exe costs 3 us); without one, the program's file does.
+    // ID says which build this is without a system call (no stat of
+    // /proc/self/exe); without one, the program's file does.
     if (std::string_view id = own_build_id(); !id.empty())
         mix(id.data(), id.size());
     else
@@ -243,11 +244,7 @@ bool steers_cpu_view(std::string_view e) {
 }  // namespace
 
 std::string emulator_identity(std::uint16_t machine) {
-#if defined(__x86_64__)
-    if (machine == loader::kMachineX86_64) return {};
-#elif defined(__aarch64__)
-    if (machine == loader::kMachineAarch64) return {};
-#endif
+    if (machine == machine::kOwn && machine::modelled(machine)) return {};
     std::string out = "machine " + std::to_string(machine);
     constexpr const char* kDir = "/proc/sys/fs/binfmt_misc";
     DIR* d = ::opendir(kDir);

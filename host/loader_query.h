@@ -36,8 +36,8 @@ std::optional<loader::LoaderConfig> query_running_loader(const std::string& rtld
                                                          const LoaderCpuEnv& env = LoaderCpuEnv::of_this_process());
 
 // The same, through a small on-disk cache of the configuration the loader's
-// answer gave (running ld.so costs about half a millisecond, a third of a
-// whole ldsearch run; parsing its answer again, about 20 us).
+// answer gave (running ld.so is a large part of a whole ldsearch run, and a
+// hit parses none of its text).
 // The cache key covers everything the answer depends on: the loader file
 // (device, inode, size, mtime), GLIBC_TUNABLES, LD_HWCAP_MASK, QEMU_CPU, the CPU's
 // feature words and OS-enabled state, and the boot id; and, since the file

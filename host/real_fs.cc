@@ -73,9 +73,9 @@ public:
     std::span<const std::byte> bytes() const override {
         if (!regular_) return head_;
         if (!all_read_ && size_ >= kMapFrom) {
-            // A large whole-file read (ld.so.cache, 40-100 KiB) is mapped, as
-            // the loader maps it: a lookup touches a few pages, where a read
-            // would zero and copy every one (about 20 us of 45 KiB).
+            // A large whole-file read (ld.so.cache) is mapped, as the loader
+            // maps it: a lookup touches a few pages, where a read would zero
+            // and copy every one.
             void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
             if (p != MAP_FAILED) {
                 all_read_ = true;
@@ -203,6 +203,12 @@ OpenResult RealFs::open_versioned(const std::string& path, FileVersion* version)
 }
 
 OpenResult RealFs::open(const std::string& path) { return open_versioned(path, nullptr); }
+
+std::optional<FileVersion> RealFs::version(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return version_of(st);
+}
 
 namespace {
 

@@ -35,6 +35,8 @@ public:
     OpenResult open(const std::string& path) override;
     // open() that also says which version of the file it read.
     static OpenResult open_versioned(const std::string& path, FileVersion* version);
+    // The version of the file at `path` now (one stat), or nullopt.
+    static std::optional<FileVersion> version(const std::string& path);
     StatResult stat(const std::string& path) override;
     std::string cwd() override;
     std::optional<std::string> realpath(const std::string& path) override;

@@ -15,6 +15,7 @@
 #include "host/self_probe.h"
 
 #include "host/libc.h"
+#include "loader/loader_config.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -122,10 +123,11 @@ std::optional<std::string> found_in(SearchFn search, dlopen_fn open, const std::
 
 std::optional<std::uint32_t> levels_of(const std::string& subdir) {
     if (subdir.empty()) return 1u;
-    if (subdir == "glibc-hwcaps/x86-64-v2") return 3u;
-    if (subdir == "glibc-hwcaps/x86-64-v3") return 7u;
-    if (subdir == "glibc-hwcaps/x86-64-v4") return 15u;
-    return std::nullopt;
+    constexpr std::string_view kHwcaps = "glibc-hwcaps/";
+    std::string_view s(subdir);
+    std::uint32_t bit = s.starts_with(kHwcaps) ? loader::isa_level_bit(s.substr(kHwcaps.size())) : 0;
+    if (bit == 0) return std::nullopt;
+    return bit | (bit - 1);  // the levels are cumulative
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ namespace {
 Settings g_settings{};
 std::atomic<bool> g_ready{false};
 char* const* g_environment = nullptr;
+const char* g_startup_strings = nullptr;
 
 // getenv's answer (the first NAME=VALUE), read by hand from the block the
 // constructor was handed: each libc function or variable libldshim uses at
@@ -36,8 +37,11 @@ bool flag(const char* name) {
 
 // glibc calls each constructor with the program's argc, argv and the
 // environment: at start-up the block ld.so read, at a dlopen the current one.
-[[gnu::constructor]] void read_settings(int, char**, char** envp) {
+[[gnu::constructor]] void read_settings(int argc, char** argv, char** envp) {
     g_environment = envp;
+    // The start-up array lies right after argv's null (the kernel's layout);
+    // its first string is where the start-up strings begin.
+    if (envp && argv && argc >= 0 && envp == argv + argc + 1) g_startup_strings = envp[0];
     Settings s{};
     s.disabled = flag("LDSHIM_DISABLE");
     s.debug = flag("LDSHIM_DEBUG");
@@ -55,6 +59,6 @@ bool flag(const char* name) {
 
 const Settings& settings() { return g_settings; }
 bool settings_ready() { return g_ready.load(std::memory_order_acquire); }
-char* const* loaded_environment() { return g_environment; }
+const char* startup_env_strings() { return g_startup_strings; }
 
 }  // namespace ldshim::host

@@ -17,11 +17,11 @@ struct Settings {
 const Settings& settings();
 // Whether the settings (and glibc's own functions, host/libc.h) have been read.
 bool settings_ready();
-// The environment libldshim was loaded with, as glibc hands it to
-// constructors: for a library loaded at start-up, the block ld.so read
-// (LD_LIBRARY_PATH, GLIBC_TUNABLES), whatever setenv did since.  Null until
-// then.  (A reference to `environ` would be one more symbol looked up
-// through every loaded object at every start-up.)
-char* const* loaded_environment();
+// The first of the environment strings the kernel placed at start-up, when
+// glibc handed libldshim's constructor the start-up array (loaded at
+// start-up, or dlopen'ed while `environ` was still that array); else null.
+// Read by host/startup_env.h, where /proc/self/environ cannot be.  Nothing
+// is copied here: the constructor is on every start-up's path.
+const char* startup_env_strings();
 
 }  // namespace ldshim::host

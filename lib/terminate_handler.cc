@@ -1,9 +1,8 @@
 // The C++ runtime's default terminate handler, defined here instead of
 // taken from the static libstdc++.  Its copy (vterminate.o) demangles the
-// exception's type name, and brought the demangler with it: 34 KiB of text
-// and 3 KiB of tables holding 222 relative relocations, which every process
-// the preload is in relocated at start-up for a message printed on the way
-// to abort.  This one prints the type's mangled name (c++filt reads it) and
+// exception's type name, and so links the demangler, whose tables every
+// process the preload is in would relocate at start-up for a message
+// printed on the way to abort.  This one prints the type's mangled name (c++filt reads it) and
 // what() where there is one.  It serves only libldshim's own copy of the
 // runtime: an exception escaping a noexcept function of ldshim's.
 #include "host/real_fs.h"

@@ -10,6 +10,7 @@
 #include "loader/elf_dynamic.h"
 #include "loader/elf_facts.h"
 #include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <elf.h>
 #include <link.h>
@@ -131,11 +132,7 @@ FactsResult decode_loaded_facts(std::span<const std::byte> copy) {
     FactsResult r;
     auto& f = r.facts;
     f.elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
-#if defined(__x86_64__)
-    f.machine = EM_X86_64;
-#elif defined(__aarch64__)
-    f.machine = EM_AARCH64;
-#endif
+    f.machine = machine::kOwn;
     f.type = ET_DYN;
     DynamicEntries de;
     std::string strings;  // the copied strings, as a string table of their own

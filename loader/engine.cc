@@ -1,5 +1,6 @@
 #include "loader/engine.h"
 
+#include "loader/loader_env.h"
 #include "loader/tokens.h"
 #include "loader/verify.h"
 
@@ -75,31 +76,21 @@ std::string LoadError::rtld_text() const {
 
 DstValues Engine::dst_values(const Object& o) const { return {o.origin, cfg_.platform, cfg_.dst_lib}; }
 
-std::string Engine::expand(const Object& owner, std::string_view s, DstDrop* why) const {
-    if (count_dsts(s) == 0) return std::string(s);
-    DstPolicy pol{opts_.secure, owner.kind == Object::Kind::main, &cfg_.system_dirs};
-    return substitute_dsts(s, dst_values(owner), pol, why);
+DstPolicy Engine::dst_policy(const Object& o) const {
+    return {opts_.secure, o.kind == Object::Kind::main, &cfg_.system_dirs};
 }
 
-// glibc's fillin_rpath: expand, normalise, intern, and drop duplicates
-// within this list.
+std::string Engine::expand(const Object& owner, std::string_view s, DstDrop* why) const {
+    if (count_dsts(s) == 0) return std::string(s);
+    return substitute_dsts(s, dst_values(owner), dst_policy(owner), why);
+}
+
+// glibc's fillin_rpath: the list's directories, each interned.
 DirList Engine::fill_list(std::string_view str, std::string_view seps, Label what,
                           const std::optional<std::string>& where, const Object& owner, DstDrops* drops) {
     DirList out;
-    for (auto elem : split_path(str, seps)) {
-        std::string dir;
-        if (!elem.empty()) {
-            DstDrop why = DstDrop::none;
-            std::string x = expand(owner, elem, &why);
-            if (x.empty()) {  // unknown or forbidden token: element dropped
-                if (drops) drops->emplace_back(std::string(elem), why);
-                continue;
-            }
-            dir = normalize_dir(x);
-        }
-        DirEntry* e = pool_.intern(dir, what, where);
-        if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-    }
+    for (const auto& dir : expand_search_list(str, seps, dst_values(owner), dst_policy(owner), drops))
+        out.push_back(pool_.intern(dir, what, where));
     return out;
 }
 
@@ -122,7 +113,7 @@ const DirList* Engine::object_list(int idx, bool runpath) {
             if (n == o.name) return nullptr;
     }
     if (str->empty()) return nullptr;
-    dirs = fill_list(*str, ":", runpath ? Label::runpath : Label::rpath, o.name, o,
+    dirs = fill_list(*str, kObjectListSeparators, runpath ? Label::runpath : Label::rpath, o.name, o,
                      runpath ? &o.runpath_drops : &o.rpath_drops);
     if (dirs.empty()) return nullptr;
     state = Object::List::built;
@@ -353,9 +344,10 @@ std::optional<std::string> Engine::origin_of_path(const std::string& path) {
     if (!path.empty() && path[0] == '/') {
         full = path;
     } else {
-        if (cwd_.empty()) cwd_ = fs_.cwd();
-        if (cwd_.empty()) return std::nullopt;
-        full = cwd_;
+        // The directory current at this open, as glibc's _dl_new_object
+        // asks getcwd for each object named by a relative path.
+        full = fs_.cwd();
+        if (full.empty()) return std::nullopt;
         if (full.back() != '/') full += '/';
         full += path;
     }
@@ -473,6 +465,7 @@ Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
         return found;
     }
     emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
+    ++cache_lookups_;
     auto hit = cache_.lookup(req.name.c_str(), cfg_);
     if (!hit) return found;
     emit(TraceEvent::Kind::trying, *hit);
@@ -625,7 +618,8 @@ StartResult Engine::start(const std::string& program, OpenResult opened) {
     object_list(main_, true);
     object_list(main_, false);
     if (opts_.library_path && !opts_.secure && !opts_.library_path->empty()) {
-        DirList l = fill_list(*opts_.library_path, ":;", opts_.library_path_label, std::nullopt, objects_[0]);
+        DirList l =
+            fill_list(*opts_.library_path, kLibraryPathSeparators, opts_.library_path_label, std::nullopt, objects_[0]);
         if (!l.empty()) env_ = std::move(l);
     }
 
@@ -647,16 +641,8 @@ void Engine::add_initial_objects(const std::string& program, const ObjectFacts& 
     m.names = {""};
     m.facts = facts;
     // $ORIGIN: the kernel's /proc/self/exe, i.e. the resolved path.
-    if (opts_.main_origin) {
-        m.origin = opts_.main_origin;
-    } else if (auto rp = fs_.realpath(program)) {
-        auto slash = rp->rfind('/');
-        m.origin = slash == 0 ? std::string("/") : rp->substr(0, slash);
-    } else if (opts_.origin_path && !opts_.secure) {
-        std::string o = *opts_.origin_path;
-        while (o.size() > 1 && o.back() == '/') o.pop_back();
-        m.origin = o;
-    }
+    m.origin = opts_.main_origin ? opts_.main_origin
+                                 : main_program_origin(fs_.realpath(program), opts_.origin_path, opts_.secure);
     main_ = add_object(std::move(m));
 
     // ld.so, known by its PT_INTERP string and its SONAME.

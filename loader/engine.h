@@ -14,15 +14,13 @@
 #include "loader/tokens.h"
 #include "loader/trace.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace ldshim::loader {
-
-// The elements of a list that expand to nothing, with the reason for each.
-using DstDrops = std::vector<std::pair<std::string, DstDrop>>;
 
 struct Object {
     enum class Kind : std::uint8_t { main, rtld, vdso, library, rtld_proxy };
@@ -125,6 +123,13 @@ public:
     const std::vector<int>& preloads() const { return preloads_; }
     int main_object() const { return main_; }
     const LoaderConfig& config() const { return cfg_; }
+    // How many times a search has consulted the cache: the moments glibc
+    // reads ld.so.cache, if it has not got it (a runtime that follows the
+    // file as it changes needs to know).
+    std::uint64_t cache_lookups() const { return cache_lookups_; }
+    // One name or list element with `owner`'s tokens expanded under this
+    // process's rules; "" when the loader would drop it (`why` says why).
+    std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
     // The object named `what` in namespace 0: by l_name, any loaded name or
     // SONAME, or a path to the same file.  -1 if none.
     int find_object(const std::string& what) const;
@@ -175,7 +180,7 @@ private:
     }
     std::string display_name(const std::optional<std::string>& where) const;
     DstValues dst_values(const Object& o) const;
-    std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
+    DstPolicy dst_policy(const Object& o) const;
     DirList fill_list(std::string_view str, std::string_view seps, Label what, const std::optional<std::string>& where,
                       const Object& owner, DstDrops* drops = nullptr);
     const DirList* object_list(int idx, bool runpath);
@@ -241,7 +246,7 @@ private:
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
-    std::string cwd_;
+    std::uint64_t cache_lookups_ = 0;
 };
 
 }  // namespace ldshim::loader

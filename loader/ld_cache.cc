@@ -41,7 +41,7 @@ struct CacheAbi {
     std::uint64_t platform_mask;
 };
 CacheAbi cache_abi(std::uint16_t machine) {
-    if (machine == kMachineAarch64) return {kCacheFlagsAarch64Libc6, 0};
+    if (machine == machine::kAarch64) return {kCacheFlagsAarch64Libc6, 0};
     return {kCacheFlagsX8664Libc6, kPlatformMask};
 }
 

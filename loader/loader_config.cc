@@ -116,22 +116,22 @@ bool loader_refuses_pie(std::string_view image) {
 }
 
 std::string_view legacy_hwcap_name(std::uint16_t machine, int bit) {
-    if (machine == kMachineX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
+    if (machine == machine::kX86_64 && bit >= 0 && bit < static_cast<int>(std::size(kX86HwcapNames)))
         return kX86HwcapNames[bit];
-    if (machine == kMachineAarch64 && bit >= 0 && bit < static_cast<int>(std::size(kAarch64HwcapNames)))
+    if (machine == machine::kAarch64 && bit >= 0 && bit < static_cast<int>(std::size(kAarch64HwcapNames)))
         return kAarch64HwcapNames[bit];
     return {};
 }
 
 std::uint64_t named_hwcap_bits(std::uint16_t machine) {
-    if (machine == kMachineX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
-    if (machine == kMachineAarch64) return (std::uint64_t{1} << std::size(kAarch64HwcapNames)) - 1;
+    if (machine == machine::kX86_64) return (std::uint64_t{1} << std::size(kX86HwcapNames)) - 1;
+    if (machine == machine::kAarch64) return (std::uint64_t{1} << std::size(kAarch64HwcapNames)) - 1;
     return 0;
 }
 
 std::uint64_t default_hwcap_mask(std::uint16_t machine) {
-    if (machine == kMachineX86_64) return kHwcapX86_64 | kHwcapAvx512_1;
-    if (machine == kMachineAarch64) return kHwcapAarch64Atomics;
+    if (machine == machine::kX86_64) return kHwcapX86_64 | kHwcapAvx512_1;
+    if (machine == machine::kAarch64) return kHwcapAarch64Atomics;
     return 0;
 }
 
@@ -143,9 +143,8 @@ LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t
     cfg.dst_lib = dst_lib_of(cfg.system_dirs);
     cfg.isa_levels = isa_levels | 1u;
     // Built-in glibc-hwcaps names, best first; the levels are cumulative.
-    if (isa_levels & 8u) cfg.hwcaps_active.emplace_back("x86-64-v4");
-    if (isa_levels & 4u) cfg.hwcaps_active.emplace_back("x86-64-v3");
-    if (isa_levels & 2u) cfg.hwcaps_active.emplace_back("x86-64-v2");
+    for (const auto& level : kIsaLevels)
+        if (isa_levels & level.bit) cfg.hwcaps_active.emplace_back(level.name);
     cfg.hwcap_searched = hwcap_searched;
     // Legacy strings (2.36): hwcap names in ascending bit order, the
     // platform, then "tls".  A bit without a name here has none in the
@@ -185,8 +184,7 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
     bool saw_search = false;
     bool saw_legacy = false;
     std::optional<std::string> platform;
-    std::vector<std::pair<int, std::string>> hwcap_bits;     // searched legacy hwcaps
-    static constexpr std::uint32_t kLevelBit[] = {8, 4, 2};  // v4, v3, v2
+    std::vector<std::pair<int, std::string>> hwcap_bits;  // searched legacy hwcaps
     for (auto line : lines_of(text)) {
         if (line.starts_with("Shared library search path:")) {
             sec = Section::search;
@@ -222,11 +220,7 @@ std::optional<LoaderConfig> parse_ld_so_help(std::string_view text, std::string*
                 break;
             case Section::hwcaps:
                 if (it.has("searched")) cfg.hwcaps_active.emplace_back(it.name);
-                if (it.has("supported")) {
-                    if (it.name == "x86-64-v4") cfg.isa_levels |= kLevelBit[0];
-                    if (it.name == "x86-64-v3") cfg.isa_levels |= kLevelBit[1];
-                    if (it.name == "x86-64-v2") cfg.isa_levels |= kLevelBit[2];
-                }
+                if (it.has("supported")) cfg.isa_levels |= isa_level_bit(it.name);
                 break;
             case Section::legacy:
                 if (it.has("AT_PLATFORM")) {

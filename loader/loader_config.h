@@ -8,6 +8,8 @@
 // host folder gathers the inputs.
 #pragma once
 
+#include "machine/machine.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +23,21 @@ inline constexpr std::uint64_t kHwcapX86_64 = 1u << 1;
 inline constexpr std::uint64_t kHwcapAvx512_1 = 1u << 2;
 // aarch64's one (the kernel's AT_HWCAP bit HWCAP_ATOMICS, "atomics").
 inline constexpr std::uint64_t kHwcapAarch64Atomics = 1u << 8;
+
+// x86-64's ISA levels as glibc-hwcaps names them, best first, each with its
+// bit in LoaderConfig::isa_levels (ld.so.cache's ISA level bits; 1 is the
+// baseline, which has no name).  A level implies every level below it.
+struct IsaLevel {
+    std::string_view name;
+    std::uint32_t bit;
+};
+inline constexpr IsaLevel kIsaLevels[] = {{"x86-64-v4", 8u}, {"x86-64-v3", 4u}, {"x86-64-v2", 2u}};
+// The bit of a glibc-hwcaps name that is an ISA level; 0 for any other name.
+constexpr std::uint32_t isa_level_bit(std::string_view name) {
+    for (const auto& l : kIsaLevels)
+        if (l.name == name) return l.bit;
+    return 0;
+}
 
 // Search behaviour that differs between the glibc versions ldshim models,
 // as the loader itself shows it (loader_probe.cc) or its version implies.
@@ -67,18 +84,14 @@ std::optional<GlibcRelease> glibc_release(std::string_view version);
 // whatever a distribution backported).
 bool loader_refuses_pie(std::string_view image);
 
-// ELF e_machine values of the machines ldshim models.
-inline constexpr std::uint16_t kMachineX86_64 = 62;    // EM_X86_64
-inline constexpr std::uint16_t kMachineAarch64 = 183;  // EM_AARCH64
-
 struct LoaderConfig {
     LoaderBehaviour behaviour;
     // The objects the loader accepts, as its own file's ELF header states
     // them (glibc's open_verify skips any other class or machine).
-    std::uint8_t elf_class = 2;              // ELFCLASS64
-    std::uint8_t elf_data = 1;               // ELFDATA2LSB
-    std::uint16_t machine = kMachineX86_64;  // e_machine
-    std::string rtld_path = "/lib64/ld-linux-x86-64.so.2";
+    std::uint8_t elf_class = 2;                // ELFCLASS64
+    std::uint8_t elf_data = 1;                 // ELFDATA2LSB
+    std::uint16_t machine = machine::kX86_64;  // e_machine
+    std::string rtld_path = machine::loader_path(machine::kX86_64);
     std::vector<std::string> system_dirs;  // each ends in '/'
     // Every subdirectory prefix tried inside a search directory, in order;
     // each ends in '/' except the last, which is "" (the directory itself).
@@ -143,7 +156,7 @@ std::string dst_lib_of(const std::vector<std::string>& system_dirs);
 // parse_ld_so_help.
 LoaderConfig assemble_config(std::vector<std::string> system_dirs, std::uint32_t isa_levels,
                              std::optional<std::string> platform, std::uint64_t hwcap_searched,
-                             std::uint16_t machine = kMachineX86_64);
+                             std::uint16_t machine = machine::kX86_64);
 
 // The legacy hwcap name a loader of `machine` gives `bit` in its
 // subdirectories, or "" for a bit ldshim does not name: x86-64's three, and
@@ -199,7 +212,7 @@ std::optional<LoaderConfig> config_from_answers(std::optional<std::string_view> 
 // (default_hwcap_mask: 6 on x86-64, 0x100 on aarch64).
 // Both are ignored for set-id (AT_SECURE) processes.  Numbers are read like
 // ld.so's own _dl_strtoul (0x hex, leading-0 octal, saturation).
-std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure, std::uint16_t machine = kMachineX86_64);
+std::uint64_t hwcap_mask_from_env(const char* const* envp, bool secure, std::uint16_t machine = machine::kX86_64);
 
 // What precedes the system directories in RTLD_DI_SERINFO of ld.so's own
 // link map: the main program's RPATH list, then the LD_LIBRARY_PATH list.

@@ -69,22 +69,12 @@ std::optional<std::uint64_t> tunable_hwcap_mask(std::string_view s) {
     return out;
 }
 
-// One search list as glibc's fillin_rpath builds it (DSTs expanded, elements
-// that expand to nothing dropped, trailing '/' normalised, duplicates
-// dropped), spelled as RTLD_DI_SERINFO spells entries: without the final '/',
-// and "." for the current directory.
+// One search list as glibc's fillin_rpath builds it, spelled as
+// RTLD_DI_SERINFO spells entries: without the final '/', and "." for the
+// current directory.
 std::vector<std::string> serinfo_list(std::string_view str, std::string_view seps, const DstValues& v,
                                       const DstPolicy& pol) {
-    std::vector<std::string> dirs;
-    for (auto elem : split_path(str, seps)) {
-        std::string dir;
-        if (!elem.empty()) {
-            std::string x = count_dsts(elem) ? substitute_dsts(elem, v, pol) : std::string(elem);
-            if (x.empty()) continue;
-            dir = normalize_dir(x);
-        }
-        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
-    }
+    std::vector<std::string> dirs = expand_search_list(str, seps, v, pol);
     for (auto& d : dirs) d = d.size() < 2 ? (d.empty() ? "." : "/") : d.substr(0, d.size() - 1);
     return dirs;
 }
@@ -133,9 +123,9 @@ std::optional<std::vector<std::string>> system_dirs_from_serinfo(const std::vect
             DstValues v{p.origin, p.platform, dst_lib_of(*dirs)};
             DstPolicy pol{p.secure, true, &*dirs};
             std::vector<std::string> expect;
-            if (with_rpath) expect = serinfo_list(*p.main_rpath, ":", v, pol);
+            if (with_rpath) expect = serinfo_list(*p.main_rpath, kObjectListSeparators, v, pol);
             if (p.library_path && !p.library_path->empty() && !p.secure) {
-                auto l = serinfo_list(*p.library_path, ":;", v, pol);
+                auto l = serinfo_list(*p.library_path, kLibraryPathSeparators, v, pol);
                 expect.insert(expect.end(), l.begin(), l.end());
             }
             if (expect.size() == total - n && std::equal(expect.begin(), expect.end(), serinfo.begin())) return dirs;

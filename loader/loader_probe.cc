@@ -84,9 +84,7 @@ void read_subdirs(LoaderConfig& cfg) {
         std::string_view v(s);
         if (v.starts_with(kHwcaps)) {
             std::string name(v.substr(kHwcaps.size(), v.size() - kHwcaps.size() - 1));
-            if (name == "x86-64-v4") cfg.isa_levels |= 8u;
-            if (name == "x86-64-v3") cfg.isa_levels |= 4u;
-            if (name == "x86-64-v2") cfg.isa_levels |= 2u;
+            cfg.isa_levels |= isa_level_bit(name);
             cfg.hwcaps_active.push_back(std::move(name));
         } else if (!v.empty() && v.find('/') == v.size() - 1) {
             legacy.push_back(v.substr(0, v.size() - 1));

@@ -1,5 +1,7 @@
 #include "loader/path_pool.h"
 
+#include <algorithm>
+
 namespace ldshim::loader {
 
 const char* label_text(Label l) {
@@ -40,6 +42,25 @@ std::string normalize_dir(std::string_view s) {
     std::string out(s);
     if (out.back() != '/') out.push_back('/');
     return out;
+}
+
+std::vector<std::string> expand_search_list(std::string_view str, std::string_view seps, const DstValues& values,
+                                            const DstPolicy& policy, DstDrops* drops) {
+    std::vector<std::string> dirs;
+    for (auto elem : split_path(str, seps)) {
+        std::string dir;
+        if (!elem.empty()) {
+            DstDrop why = DstDrop::none;
+            std::string x = count_dsts(elem) ? substitute_dsts(elem, values, policy, &why) : std::string(elem);
+            if (x.empty()) {
+                if (drops) drops->emplace_back(std::string(elem), why);
+                continue;
+            }
+            dir = normalize_dir(x);
+        }
+        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+    }
+    return dirs;
 }
 
 }  // namespace ldshim::loader

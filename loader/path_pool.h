@@ -5,6 +5,8 @@
 // label is that of the list that first created the entry.
 #pragma once
 
+#include "loader/tokens.h"
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -46,6 +48,11 @@ private:
     std::unordered_map<std::string, DirEntry*> index_;
 };
 
+// What separates the elements of a list: DT_RPATH/DT_RUNPATH, and
+// LD_LIBRARY_PATH (or --library-path), which also takes ';'.
+inline constexpr std::string_view kObjectListSeparators = ":";
+inline constexpr std::string_view kLibraryPathSeparators = ":;";
+
 // strsep-style split: every separator is a boundary, so "a::b" has an empty
 // middle element and ":" is two empty elements.
 std::vector<std::string_view> split_path(std::string_view s, std::string_view seps);
@@ -53,5 +60,13 @@ std::vector<std::string_view> split_path(std::string_view s, std::string_view se
 // Drop trailing slashes (keeping a lone "/"), then end in exactly one '/'.
 // The empty string stays empty.
 std::string normalize_dir(std::string_view s);
+
+// glibc's fillin_rpath over one list string: split on `seps`, each element's
+// tokens expanded (one that expands to nothing is dropped, and recorded in
+// `drops`), normalised (an empty element stays "", the current directory),
+// and a directory the list already holds dropped.  The engine interns these;
+// the in-process configuration matches them against RTLD_DI_SERINFO.
+std::vector<std::string> expand_search_list(std::string_view str, std::string_view seps, const DstValues& values,
+                                            const DstPolicy& policy, DstDrops* drops = nullptr);
 
 }  // namespace ldshim::loader

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ldshim::loader {
@@ -28,6 +29,8 @@ std::size_t count_dsts(std::string_view s);
 enum class DstDrop { none, unknown_value, secure_position, untrusted_dir };
 // Why an element was dropped, for people.
 const char* dst_drop_text(DstDrop d);
+// The elements of a list that expand to nothing, with the reason for each.
+using DstDrops = std::vector<std::pair<std::string, DstDrop>>;
 
 // Expand every token of one element.  Returns "" when glibc would drop the
 // element (an unknown value, $ORIGIN not allowed in secure mode, or a secure

@@ -64,9 +64,9 @@ bool is_candidate_note(std::string_view p) {
     return p.starts_with("    (") || p.starts_with("  refusing to load file=");
 }
 
-// One write per line, into a line buffer that is reused: gdb's 171 lines
-// took 16 % of ldsearch's instructions as four stdio calls and a temporary
-// string each.
+// One write per line, into a line buffer that is reused: a start-up prints
+// hundreds of lines, and stdio calls and a temporary string for each would
+// be a large part of ldsearch's work.
 void LdDebugPrinter::event(const TraceEvent& e) {
     line_.assign(prefix_);
     if (!append_ld_debug_payload(line_, e)) return;

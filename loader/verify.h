@@ -3,6 +3,7 @@
 #pragma once
 
 #include "loader/fs.h"
+#include "machine/machine.h"
 
 #include <cstdint>
 #include <string>
@@ -26,7 +27,7 @@ struct VerifyResult {
 struct HostAbi {
     std::uint8_t elf_class = 2;  // ELFCLASS64
     std::uint8_t data = 1;       // ELFDATA2LSB
-    std::uint16_t machine = 62;  // EM_X86_64
+    std::uint16_t machine = machine::kX86_64;
     // LIBC_ABI_MAX of glibc 2.36 on x86-64; taken as the same on aarch64
     // (not measured: only a GNU-ABI object with EI_ABIVERSION >= 4 tells).
     std::uint8_t libc_abi_max = 4;

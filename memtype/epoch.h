@@ -12,6 +12,8 @@
 // exchange.
 #pragma once
 
+#include "machine/machine.h"
+
 #include <atomic>
 #include <cstdint>
 
@@ -25,7 +27,7 @@ public:
     // by every registry).
     static EpochDomain& instance();
 
-    struct alignas(64) Slot {
+    struct alignas(machine::kCacheLine) Slot {
         std::atomic<std::uint64_t> epoch{0};  // 0: not reading
         std::atomic<std::uint32_t> owner{0};  // 1: claimed by a thread
     };
@@ -99,7 +101,7 @@ private:
     std::atomic<int> mode_{kUndecided};
     Slot slots_[kSlots];
     // Readers that found no free slot: counted, and reclamation waits for 0.
-    alignas(64) std::atomic<std::uint64_t> overflow_readers_{0};
+    alignas(machine::kCacheLine) std::atomic<std::uint64_t> overflow_readers_{0};
     friend void release_slot(void*);
 };
 

@@ -229,12 +229,11 @@ void Registry::retire(const void* node, bool leaf) {
 }
 
 // Frees what no reader can still see.  Each round costs every reading thread
-// an interrupt (membarrier; several microseconds of a reader's time in a
-// VM), so unlinked nodes wait in batches: a round runs once they exceed
-// 256 KiB or half the live tree, and, while less than 1 MiB waits, at most
-// once a millisecond (a small tree under a fast writer would otherwise
-// interrupt readers thousands of times a second).  The clock is read again
-// only after another eighth of a batch.
+// an interrupt (membarrier), so unlinked nodes wait in batches: a round runs
+// once they exceed 256 KiB or half the live tree, and, while less than 1 MiB
+// waits, at most once a millisecond (a small tree under a fast writer would
+// otherwise interrupt readers thousands of times a second).  The clock is
+// read again only after another eighth of a batch.
 void Registry::reclaim(bool force) {
     std::size_t batch = std::max<std::size_t>(256 << 10, live_bytes_.load(std::memory_order_relaxed) / 2);
     if (!force && pending_bytes_ < std::max(batch, next_try_bytes_)) return;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "host/futex_mutex.h"
+#include "machine/machine.h"
 #include "memtype/epoch.h"
 
 #include <atomic>
@@ -128,7 +129,7 @@ inline std::size_t span_length(std::uintptr_t lo, std::uintptr_t hi) noexcept {
 }
 }  // namespace detail
 
-class alignas(64) Registry {
+class alignas(machine::kCacheLine) Registry {
 public:
     Registry();
     ~Registry();  // no reader may be running
@@ -220,9 +221,9 @@ private:
     // What every lookup reads, alone on its cache line: the writer's own
     // state (the lock, counters, pools) below changes on every update, and a
     // line the writer stores to costs each reader a miss on its next lookup.
-    alignas(64) EpochDomain* dom_;  // the process-wide reader slots
+    alignas(machine::kCacheLine) EpochDomain* dom_;  // the process-wide reader slots
     std::atomic<std::uintptr_t> root_;
-    alignas(64) std::atomic<std::size_t> count_{0};
+    alignas(machine::kCacheLine) std::atomic<std::size_t> count_{0};
     std::atomic<std::size_t> live_bytes_{0};
     std::atomic<std::size_t> held_bytes_{0};
     // The writer lock: a futex word (host/futex_mutex.h), one compare-and-swap

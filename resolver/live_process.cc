@@ -5,6 +5,8 @@
 #include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
 #include "host/settings.h"
+#include "loader/loaded_extent.h"
+#include "machine/machine.h"
 
 #include <pthread.h>
 
@@ -32,15 +34,6 @@ namespace ldshim::resolver {
 using namespace ldshim::loader;  // NOLINT(google-build-using-namespace): the model is the engine's
 namespace {
 
-// One spin-wait step: tells the core (and an SMT sibling) that this is a wait.
-inline void cpu_relax() {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
-}
-
 // The loader words (host::loader_words) as read inside a walk, where the
 // loader's write lock is held: exactly what dl_iterate_phdr reports, if the
 // layout they were located by is right.
@@ -61,13 +54,35 @@ struct Visited {
     const void* phdr;
     std::size_t name;  // offset in the text
     std::size_t first_segment, segments;
-    std::size_t facts, facts_size;  // in the text; npos: not copied
+    std::size_t facts, facts_size;        // in the text; npos: not copied
+    std::size_t build_id, build_id_size;  // in the text; npos: none copied
 };
 using host::Segment;
 struct Step {
     void* known;          // the matched LiveProcess::Known (private there), or nullptr
     std::size_t visited;  // else: the index in ScanRoom::objects
 };
+
+constexpr char kGnu[] = "GNU";  // the build ID note's name, with its NUL
+
+// The GNU build ID of the ELF file `img` (its PT_NOTE segments, as the
+// linker wrote them), or empty.
+std::string file_build_id(const FileImage& img) {
+    ElfW(Ehdr) eh;
+    if (!img.read_at(0, sizeof eh, reinterpret_cast<std::byte*>(&eh)) || eh.e_phentsize != sizeof(ElfW(Phdr)))
+        return {};
+    for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+        ElfW(Phdr) ph;
+        if (!img.read_at(eh.e_phoff + i * sizeof ph, sizeof ph, reinterpret_cast<std::byte*>(&ph))) return {};
+        if (ph.p_type != PT_NOTE || ph.p_filesz > 4096) continue;  // the linker's notes are a few dozen bytes
+        std::string seg(ph.p_filesz, '\0');
+        if (!img.read_at(ph.p_offset, seg.size(), reinterpret_cast<std::byte*>(seg.data()))) continue;
+        if (auto id = LoadedExtent::note_in(reinterpret_cast<std::uintptr_t>(seg.data()), seg.size(), NT_GNU_BUILD_ID,
+                                            {kGnu, sizeof kGnu}))
+            return {reinterpret_cast<const char*>(id->data()), id->size()};
+    }
+    return {};
+}
 
 // The first word of /proc/self/cmdline.  Read with plain system calls: a
 // std::ifstream here linked the whole of libstdc++'s locale and stream
@@ -138,6 +153,7 @@ struct LiveProcess::Fresh {
     std::string name;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segments;  // PT_LOAD, [lo, hi)
     std::optional<FactsResult> facts;                                 // read for objects the model does not know
+    std::string build_id;                                             // of the mapped object, for those
 };
 
 struct LiveProcess::Scan {
@@ -219,30 +235,61 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     // else's process.  Where it cannot be derived exactly, ldshim does not
     // guess: every request is "unresolved", i.e. left to glibc's own dlopen, and
     // LDSHIM_DEBUG shows this reason with each of them.
+    // What ld.so read at start-up, not the environment now: a setenv since
+    // changed nothing of the loader's search.
     std::string err;
-    auto cfg = host::derive_in_process(&err);
+    auto env = host::startup_environment(&err);
+    if (!env) {
+        init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
+        return;
+    }
+    auto cfg = host::derive_in_process(*env, &err);
     if (!cfg) {
         init_error_ = "ldshim cannot model this process's loader (" + err + "); dlopen is left to glibc";
         return;
     }
     const bool secure = getauxval(AT_SECURE) != 0;
-    cache_ = LdCache::load(fs_, cfg->cache_path);
+    cache_path_ = cfg->cache_path;
+    read_cache_locked();
     EngineOptions o;
     o.argv0 = argv0();
     o.secure = secure;
-    if (const char* v = std::getenv("LD_LIBRARY_PATH")) o.library_path = std::string(v);
-    if (const char* v = std::getenv("LD_PRELOAD")) o.preload = v;
-    if (const char* v = std::getenv("LD_ORIGIN_PATH")) o.origin_path = std::string(v);
+    set_environment(o, env->vars);
     // Read as ld.so reads it, not resolved through /proc: a program deleted
     // while it runs keeps its directory, and under qemu-user in a chroot
     // without /proc the emulated link still answers.
-    o.main_origin = host::main_program_origin(secure);
+    o.main_origin = host::main_program_origin(*env, secure);
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
     engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc
+    note_cache_use_locked(0);
     engine_->set_keep_going(false);
     note_added(0);
     words_ = host::loader_words();
+}
+
+// glibc reads /etc/ld.so.cache when a search first needs it and unmaps it
+// at the end of start-up and of every dlopen (dl-cache.c, dl-open.c), so each
+// dlopen that reaches the cache reads the file as it is then (ldconfig
+// replaces it by a new file).  One stat tells whether the model's copy is
+// still that file.  Once a search found it missing or rejected it, glibc
+// never reads it again.
+void LiveProcess::read_cache_locked() {
+    if (cache_failed_) return;
+    std::optional<host::FileVersion> now = host::RealFs::version(cache_path_);
+    if (now == cache_version_) return;
+    host::FileVersion read{};
+    OpenResult r = host::RealFs::open_versioned(cache_path_, &read);
+    cache_ = LdCache::parse(r.image);
+    cache_version_.reset();
+    if (r.image) cache_version_ = read;
+}
+
+void LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
+    if (engine_->cache_lookups() != lookups_before && !cache_.usable()) {
+        cache_failed_ = true;
+        cache_ = LdCache();
+    }
 }
 
 // The loader's generation from its own words, or false when it cannot be read
@@ -268,7 +315,7 @@ bool LiveProcess::read_generation(Generation& g) const noexcept {
             g = {a1, n};
             return true;
         }
-        cpu_relax();
+        machine::cpu_relax();
     }
     return false;
 }
@@ -374,6 +421,8 @@ LiveProcess::Scan LiveProcess::scan_locked() {
                   room.segments.items().size(),
                   0,
                   host::ScratchText::npos,
+                  0,
+                  host::ScratchText::npos,
                   0};
         for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
             const ElfW(Phdr)& ph = info.dlpi_phdr[i];
@@ -384,6 +433,11 @@ LiveProcess::Scan LiveProcess::scan_locked() {
         if (*name && !std::binary_search(modelled.begin(), modelled.end(), std::string_view(name))) {
             v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
             v.facts = room.text.commit(v.facts_size);
+            const LoadedExtent extent{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr};
+            if (auto id = extent.note(NT_GNU_BUILD_ID, {kGnu, sizeof kGnu})) {
+                v.build_id_size = id->size();
+                v.build_id = room.text.put(id->data(), id->size());
+            }
         }
         room.steps.push({nullptr, room.objects.items().size()});
         room.objects.push(v);
@@ -399,6 +453,10 @@ LiveProcess::Scan LiveProcess::scan_locked() {
         for (std::size_t k = v.first_segment; k < v.first_segment + v.segments; ++k)
             f.segments.emplace_back(segments[k].lo, segments[k].hi);
         if (v.facts != host::ScratchText::npos) f.facts = decode_loaded_facts(room.text.bytes(v.facts, v.facts_size));
+        if (v.build_id != host::ScratchText::npos) {
+            auto id = room.text.bytes(v.build_id, v.build_id_size);
+            f.build_id.assign(reinterpret_cast<const char*>(id.data()), id.size());
+        }
         s.fresh.push_back(std::move(f));
     }
     return s;
@@ -527,9 +585,16 @@ int LiveProcess::adopt_fresh(Fresh& f) {
     o.name = f.name;
     o.names = {f.name};
     if (f.facts && f.facts->ok) o.facts = std::move(f.facts->facts);
-    struct stat st {};
-    if (::stat(f.name.c_str(), &st) == 0)
-        o.id = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    // glibc knows the object by the identity of the file it opened, which
+    // the path may no longer name: a relative name after a chdir, a file
+    // replaced since (its build ID differs from the mapped one's).  No
+    // identity is better than another file's: the model then hands glibc
+    // the path it found, and glibc tells the same file itself.
+    if (f.name[0] == '/') {
+        host::FileVersion v;
+        OpenResult r = host::RealFs::open_versioned(f.name, &v);
+        if (r.image && (f.build_id.empty() || file_build_id(*r.image) == f.build_id)) o.id = v.id;
+    }
     o.dlopened = true;
     o.loader = -1;
     return engine_->adopt(std::move(o));
@@ -607,7 +672,10 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     req.noload = noload;
     if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
     const std::size_t before = engine_->objects().size();
+    read_cache_locked();
+    const std::uint64_t lookups = engine_->cache_lookups();
     MapOutcome m = engine_->dlopen(req);
+    note_cache_use_locked(lookups);
     note_added(before);
     if (new_namespace) {
         Resolution out;

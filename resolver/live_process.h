@@ -118,8 +118,7 @@ private:
     };
     // order_'s entries are contiguous and carry a copy of the name, so the
     // walk's check of each survivor reads two sequential arrays instead of
-    // a map node and a heap string per object (cache misses that made a walk
-    // of 500 objects cost 10-15 us).
+    // a map node and a heap string per object (a cache miss each).
     struct Expected {
         Key key;
         Known* known;
@@ -139,6 +138,8 @@ private:
     void note_added(std::size_t from);
     bool opened_went_alone_locked();
     void forget_pending_locked();
+    void read_cache_locked();
+    void note_cache_use_locked(std::uint64_t lookups_before);
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;
@@ -151,14 +152,19 @@ private:
     unsigned long long walks_ = 0;
     std::mutex mu_;
     host::RememberingFs fs_;
-    LdCache cache_;
+    LdCache cache_;  // the engine reads it by reference
+    std::string cache_path_;
+    std::optional<host::FileVersion> cache_version_;  // of the file cache_ holds; nullopt: none
+    // glibc's cache == (void *) -1: a search needed the cache and it could not
+    // be read or was rejected; glibc never tries again.
+    bool cache_failed_ = false;
     std::unique_ptr<Engine> engine_;
     std::string init_error_;
     unsigned long long adds_ = 0, subs_ = 0;
     std::size_t scan_room_ = 64;  // objects the last walk needed room for
-    // The walk's room, kept between walks: made afresh, its 256 bytes of
-    // text per object were zeroed (and, past 128 KiB, mapped and unmapped)
-    // on every walk, a cost that grew with the number of objects loaded.
+    // The walk's room, kept between walks: made afresh, its text for every
+    // object would be zeroed (and, when large, mapped and unmapped) on every
+    // walk, a cost that grows with the number of objects loaded.
     struct ScanRoom;
     std::unique_ptr<ScanRoom> room_;
     bool dirty_ = true;

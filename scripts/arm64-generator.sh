@@ -16,17 +16,10 @@
 # cross build or no binfmt_misc entry for qemu-aarch64.
 set -eu
 cd "$(dirname "$0")/.."
-seeds=200
-seed=""
-while [ "$#" -gt 0 ]; do
-    case $1 in
-        --seeds) seeds=$2; shift 2 ;;
-        --seed) seed=$2; shift 2 ;;
-        --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "arm64-generator: unknown option $1 (see --help)" >&2; exit 2 ;;
-        *) break ;;
-    esac
-done
+# shellcheck source=scripts/generator-options.sh
+. scripts/generator-options.sh
+generator_options "$@"
+shift "$generator_shift"
 [ "$#" -gt 0 ] || set -- bookworm trixie
 skip() {
     echo "arm64-generator: SKIPPED: $*"

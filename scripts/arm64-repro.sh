@@ -1,5 +1,5 @@
 #!/bin/sh
-# The report's failure on aarch64 (issue 32): the Julia-shaped program
+# The report's failure on aarch64: the Julia-shaped program
 # (tests/repro/fixtures/julia_mpi.c, laid out as julia_tree.sh does) with
 # Debian's arm64 Open MPI + UCX, run under qemu-user in a chroot.  UCX's ucm
 # in reloc mode patches dlopen in libjulia's GOT, so glibc sees libucm as the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ldsearch against the arm64 loader, emulated (issue 32): for every dynamic
+# ldsearch against the arm64 loader, emulated: for every dynamic
 # program in an arm64 root's /usr/bin and /usr/sbin, the search lines the
 # root's own loader prints inside the root under qemu-user (chroot,
 # binfmt_misc; LD_TRACE_LOADED_OBJECTS=1, so nothing runs), against

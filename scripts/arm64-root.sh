@@ -1,5 +1,5 @@
 #!/bin/sh
-# An arm64 Debian root for the aarch64 checks (issue 32): debootstrap
+# An arm64 Debian root for the aarch64 checks: debootstrap
 # --foreign (minbase) on this host, then the second stage inside the root
 # through qemu-user (binfmt_misc).  Kept in $LDSHIM_ARM64_ROOTS_DIR (default
 # /var/cache/ldshim/arm64-roots); a finished root is reused.  Prints the

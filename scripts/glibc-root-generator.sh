@@ -13,17 +13,10 @@
 # difference or an error, 77 (skipped) when no root is built or not root.
 set -eu
 cd "$(dirname "$0")/.."
-seeds=200
-seed=""
-while [ "$#" -gt 0 ]; do
-    case $1 in
-        --seeds) seeds=$2; shift 2 ;;
-        --seed) seed=$2; shift 2 ;;
-        --help | -h) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "glibc-root-generator: unknown option $1 (see --help)" >&2; exit 2 ;;
-        *) break ;;
-    esac
-done
+# shellcheck source=scripts/generator-options.sh
+. scripts/generator-options.sh
+generator_options "$@"
+shift "$generator_shift"
 [ "$#" -gt 0 ] || set -- rhel8 rhel9 2.28 2.34 2.35 2.39
 [ "$(id -u)" -eq 0 ] || { echo "glibc-root-generator: SKIPPED: chroot(2) needs root"; exit 77; }
 [ -n "$seed" ] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')

@@ -53,11 +53,8 @@ recipe="tar; git init; git add -f -A; git commit; git am (patched); autogen.sh; 
 --without-gdrcopy --without-efa --without-mlx5 --without-bfd; make src/ucm src/ucs (install); patched: gtest \
 googletest, ucm/test_dlopen, gtest from common/*.cc + ucm/malloc_hook.cc against libucs+libucm (recipe 1)"
 
-say() { echo "ucx-master: $*" >&2; }
-skip() {
-    say "SKIPPED: $*"
-    exit 77
-}
+# shellcheck source=scripts/ucx-steps.sh
+. "$top/scripts/ucx-steps.sh"
 
 mode=run
 cuda=""
@@ -77,13 +74,7 @@ case "${1:-}" in
 esac
 
 tarball=${LDSHIM_UCX_MASTER_TARBALL:-$top/../shared/ucx/ucx-master-9466d104a3.tar.xz}
-if [ -n "${LDSHIM_UCX_MASTER_CACHE:-}" ]; then
-    cache=$LDSHIM_UCX_MASTER_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-    cache=/var/cache/ldshim/ucx-master
-else
-    cache=${XDG_CACHE_HOME:-$HOME/.cache}/ldshim/ucx-master
-fi
+cache=$(ucx_cache "${LDSHIM_UCX_MASTER_CACHE:-}" ucx-master)
 
 [ -f "$tarball" ] || skip "no UCX master tarball at $tarball (set LDSHIM_UCX_MASTER_TARBALL)"
 set -- "$series_dir"/*.patch
@@ -136,15 +127,6 @@ if ! built; then
     rm -rf "$dir"
     mkdir -p "$dir"
     log=$dir/build.log
-    step() {
-        say "$1"
-        shift
-        "$@" >>"$log" 2>&1 || {
-            say "failed: $*; the last lines of $log:"
-            tail -20 "$log" >&2
-            exit 1
-        }
-    }
     jobs=${LDSHIM_UCX_JOBS:-2}
     git_id() { git -c user.name=ucx-master.sh -c user.email=ucx-master@localhost "$@"; }
     # SOURCE_DIR [SERIES...]: the tarball as a git tree (with -f: it ignores

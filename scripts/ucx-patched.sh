@@ -34,11 +34,8 @@ recipe="autogen; configure --enable-mt --disable-logging --disable-numa --withou
 --without-cuda --without-rocm --without-verbs --without-rdmacm --without-knem --without-xpmem --without-ugni; \
 make -C src/ucm; make -C src/ucm install (recipe 1)"
 
-say() { echo "ucx-patched: $*" >&2; }
-skip() {
-    say "SKIPPED: $*"
-    exit 77
-}
+# shellcheck source=scripts/ucx-steps.sh
+. "$top/scripts/ucx-steps.sh"
 
 check_only=""
 case "${1:-}" in
@@ -50,13 +47,7 @@ case "${1:-}" in
         ;;
 esac
 
-if [ -n "${LDSHIM_UCX_CACHE:-}" ]; then
-    cache=$LDSHIM_UCX_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-    cache=/var/cache/ldshim/ucx-patched
-else
-    cache=${XDG_CACHE_HOME:-$HOME/.cache}/ldshim/ucx-patched
-fi
+cache=$(ucx_cache "${LDSHIM_UCX_CACHE:-}" ucx-patched)
 
 set -- "$patches_dir"/*.patch
 [ -f "$1" ] || skip "no patches in $patches_dir"
@@ -121,15 +112,6 @@ start=$(date +%s)
 rm -rf "$dir"
 mkdir -p "$dir"
 log=$dir/build.log
-step() {
-    say "$1"
-    shift
-    "$@" >>"$log" 2>&1 || {
-        say "failed: $*; the last lines of $log:"
-        tail -20 "$log" >&2
-        exit 1
-    }
-}
 
 # The source: a private deb-src list, lists directory and cache.
 apt_dir=$cache/apt

@@ -72,7 +72,7 @@ else
 fi
 check env_option 2 "$LDSEARCH" --env PATH=/x /bin/true
 check path_lookup 0 "$LDSEARCH" true
-# The modes and options of issue 7.
+# The modes and their exit statuses: tree, why, --root, --hwcaps, --diff, --replay.
 check tree_mode 0 "$LDSEARCH" tree /bin/true
 grep -q 'libc.so.6 => .*\[ld.so.cache\]' "$tmp/out" || { fail=$((fail+1)); echo "FAIL tree output"; }
 check tree_json 0 "$LDSEARCH" tree --json /bin/true

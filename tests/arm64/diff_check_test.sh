@@ -1,5 +1,5 @@
 #!/bin/sh
-# ldsearch --diff and ldsearch check on aarch64 (issue 32), through
+# ldsearch --diff and ldsearch check on aarch64, through
 # qemu-user (binfmt_misc) and the host's multiarch arm64 loader:
 #  1. a cross-compiled tree (RPATH and RUNPATH programs, a library with a
 #     RUNPATH of its own that dlopens, dlopen by name, by path, of a missing

@@ -473,9 +473,7 @@ TEST(Root, sysroot_search_matches_the_loader_in_a_chroot_and_never_leaves_it) {
         for (auto l : read_lines(f)) {
             auto tab = l.find(":\t");
             if (tab != std::string::npos) l = l.substr(tab + 2);
-            if (l.starts_with("find library=") || l.starts_with(" search path=") || l.starts_with("  trying file=") ||
-                l.starts_with(" search cache="))
-                real.push_back(l);
+            if (is_search_line(l)) real.push_back(l);
         }
     ASSERT_FALSE(real.empty());
     ASSERT_EQ(sh(quote(kLdsearch) + " --root " + quote(R) + " /usr/bin/prog > " + quote(t.abs("emu.out")) + " 2>&1"), 0)

@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view text(reinterpret_cast<const char*>(data), size);
     auto envs = ldsearch::parse_env_records(text);
     for (const auto& env : envs.execs)
-        if (ldsearch::loader_env_value(env, "LD_LIBRARY_PATH").value_or("").size() > size) return 1;
+        if (ldshim::loader::loader_env_value(ldshim::loader::env_entries(env), "LD_LIBRARY_PATH").value_or("").size() >
+            size)
+            return 1;
     std::string why;
     if (auto cfg = ldshim::loader::config_from_answers(std::nullopt, text, &why)) {
         if (cfg->subdirs.empty() || !cfg->subdirs.back().empty()) return 1;  // the directory itself comes last

@@ -1,8 +1,8 @@
-// The start-up path's shortcuts, held to the slow answers they replace, on
+// The start-up path's shortcuts, held to the slow, plain answers, on
 // the real system libraries loaded in this process:
 //   - ObjectImports::for_each (the symbol name first; the slot and the
 //     version only for a hit) finds exactly the imports that decoding every
-//     relocation in full finds (for_each_decoded, the old scanner);
+//     relocation in full finds (for_each_decoded, the reference);
 //   - host::libc_symbol (libc's DT_GNU_HASH) finds what dlsym on libc's
 //     handle finds, and host::defines_at says what dladdr says.
 #include "hooks/object_scan.h"

@@ -66,7 +66,7 @@ ldsearch)
     # The emulation must print what this system's loader prints.
     # shellcheck disable=SC2086
     $RUN env LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 "$program" 2>&1 | sed 's/^ *[0-9]*:\t//' |
-        grep -E '^(find library=| search path=|  trying file=| search cache=)' >loader.out || true
+        grep -E '^(find library=| search path=|  trying file=| search cache=|    \()' >loader.out || true
     [ -s loader.out ] || fail "no LD_DEBUG=libs output from the loader"
     diff -u loader.out ldsearch.out || fail "ldsearch $program differs from the loader's LD_DEBUG=libs"
     echo "ldsearch $program: identical to LD_DEBUG=libs"

@@ -4,10 +4,13 @@
 // (a cross build's tests) these are the emulated machine's.
 #pragma once
 
+// By its path from here: the black-box suites that include this file have
+// no include path into the sources.
+#include "../../machine/machine.h"
+
 #include <elf.h>
 #include <stdlib.h>
 
-#include <array>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -20,28 +23,33 @@ struct Names {
     std::string_view platform;  // the default $PLATFORM (x86-64 may say haswell or xeon_phi)
     unsigned machine;           // e_machine
     unsigned foreign_machine;   // a 64-bit machine the loader skips silently
-    // glibc-hwcaps subdirectories (2.33 and later), lowest level first;
-    // glibc names none for aarch64.
-    std::array<std::string_view, 3> hwcaps;
+    // Whether glibc names glibc-hwcaps subdirectories (2.33 and later) on
+    // this machine: x86-64's ISA levels (loader::kIsaLevels); none for aarch64.
+    bool hwcaps_names;
     std::string_view clang_rt_arch;  // compiler-rt's runtime suffix: libclang_rt.asan-<arch>.so
 };
 
 #if defined(__x86_64__)
-inline constexpr Names kThis{"/lib64/ld-linux-x86-64.so.2",
+inline constexpr Names kThis{machine::loader_path(machine::kOwn),
                              "x86_64-linux-gnu",
                              "x86_64",
-                             EM_X86_64,
-                             EM_AARCH64,
-                             {"x86-64-v2", "x86-64-v3", "x86-64-v4"},
+                             machine::kOwn,
+                             machine::kAarch64,
+                             true,
                              "x86_64"};
 #elif defined(__aarch64__)
-inline constexpr Names kThis{
-    "/lib/ld-linux-aarch64.so.1", "aarch64-linux-gnu", "aarch64", EM_AARCH64, EM_X86_64, {}, "aarch64"};
+inline constexpr Names kThis{machine::loader_path(machine::kOwn),
+                             "aarch64-linux-gnu",
+                             "aarch64",
+                             machine::kOwn,
+                             machine::kX86_64,
+                             false,
+                             "aarch64"};
 #else
 #error "the tests know x86-64 and aarch64"
 #endif
 
-inline bool has_hwcaps_names() { return !kThis.hwcaps[0].empty(); }
+inline bool has_hwcaps_names() { return kThis.hwcaps_names; }
 // "lib/x86_64-linux-gnu": $LIB as Debian's loader expands it.
 inline std::string lib_dir() { return "lib/" + std::string(kThis.triplet); }
 inline std::string loader() { return std::string(kThis.loader); }

@@ -1,4 +1,4 @@
-// aarch64 (issue 32): what the emulated arm64 loader of Debian bookworm
+// aarch64: what the emulated arm64 loader of Debian bookworm
 // (glibc 2.36, qemu-user 7.2) says, recorded verbatim, and the rules that
 // take its machine from its file: the configuration, the skip of other
 // machines' objects, ld.so.cache's aarch64 entries.  The live comparison
@@ -113,11 +113,11 @@ TEST(Aarch64Loader, cortex_a72_has_no_atomics_subdirectory) {
 TEST(Aarch64Loader, machine_comes_from_the_loader_file) {
     LoaderConfig cfg;
     ASSERT_TRUE(read_loader_machine(as_string(build_elf({.machine = EM_AARCH64})), cfg));
-    EXPECT_EQ(cfg.machine, kMachineAarch64);
+    EXPECT_EQ(cfg.machine, ldshim::machine::kAarch64);
     EXPECT_EQ(cfg.elf_class, ELFCLASS64);
     EXPECT_EQ(cfg.elf_data, ELFDATA2LSB);
     ASSERT_TRUE(read_loader_machine(as_string(build_elf({})), cfg));
-    EXPECT_EQ(cfg.machine, kMachineX86_64);
+    EXPECT_EQ(cfg.machine, ldshim::machine::kX86_64);
     EXPECT_FALSE(read_loader_machine("#!/bin/sh\necho ld.so\n", cfg));
     EXPECT_FALSE(
         read_loader_machine("\x7f"
@@ -127,7 +127,7 @@ TEST(Aarch64Loader, machine_comes_from_the_loader_file) {
 
 TEST(Aarch64Loader, machine_survives_the_config_cache) {
     LoaderConfig cfg = config_of(kHelpDefault, kProbeDefault);
-    cfg.machine = kMachineAarch64;
+    cfg.machine = ldshim::machine::kAarch64;
     auto back = decode_config(encode_config(cfg));
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, cfg);
@@ -138,7 +138,7 @@ TEST(Aarch64Loader, objects_of_another_machine_are_skipped) {
     fs.file("/arm", as_string(build_elf({.machine = EM_AARCH64})));
     fs.file("/x86", as_string(build_elf({})));
     HostAbi arm;
-    arm.machine = kMachineAarch64;
+    arm.machine = ldshim::machine::kAarch64;
     EXPECT_EQ(verify_candidate(*fs.open("/arm").image, arm).verdict, Verdict::accept);
     EXPECT_EQ(verify_candidate(*fs.open("/x86").image, arm).verdict, Verdict::skip_machine);
     EXPECT_EQ(verify_candidate(*fs.open("/arm").image).verdict, Verdict::skip_machine);
@@ -175,7 +175,7 @@ TEST(Aarch64Loader, cache_entries_of_the_loaders_machine) {
     LdCache cache = LdCache::load(fs, "/c");
     ASSERT_TRUE(cache.usable());
     LoaderConfig arm = config_of(kHelpDefault, kProbeDefault);
-    arm.machine = kMachineAarch64;
+    arm.machine = ldshim::machine::kAarch64;
     EXPECT_EQ(cache.lookup("libm2.so", arm), "/arm/libm2.so");
     EXPECT_EQ(cache.lookup("libm2.so", LoaderConfig{}), "/x86/libm2.so");
 }

@@ -11,10 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -83,6 +85,34 @@ TEST(LoaderConfig, unsupported_level_is_not_searched) {
     ASSERT_TRUE(cfg);
     EXPECT_EQ(cfg->hwcaps_active, (std::vector<std::string>{"x86-64-v3", "x86-64-v2"}));
     EXPECT_EQ(cfg->isa_levels, 0x7u);
+}
+
+TEST(LoaderConfig, only_isa_level_names_carry_a_level_bit) {
+    EXPECT_EQ(isa_level_bit("x86-64-v4"), 8u);
+    EXPECT_EQ(isa_level_bit("x86-64-v3"), 4u);
+    EXPECT_EQ(isa_level_bit("x86-64-v2"), 2u);
+    // A name prepended with --glibc-hwcaps-prepend, and a level glibc lacks.
+    EXPECT_EQ(isa_level_bit("x86-64-v5"), 0u);
+    EXPECT_EQ(isa_level_bit("power10"), 0u);
+    EXPECT_EQ(isa_level_bit(""), 0u);
+    LoaderConfig c = assemble_config({"/lib/"}, 8u | 2u, std::nullopt, 0);
+    EXPECT_EQ(c.hwcaps_active, (std::vector<std::string>{"x86-64-v4", "x86-64-v2"})) << "best first";
+}
+
+// The probe tree (lib/ldshim/probe) is laid out by meson, which cannot read
+// the table: held to it here.
+TEST(LoaderConfig, the_probe_tree_has_a_target_for_exactly_the_isa_levels) {
+    std::vector<std::string> want, have;
+    if (ldshim::testmachine::has_hwcaps_names())
+        for (const auto& l : kIsaLevels) want.emplace_back(l.name);
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(PROBE_DIR "/glibc-hwcaps", ec)) {
+        have.push_back(d.path().filename().string());
+        EXPECT_TRUE(std::filesystem::exists(d.path() / "libldshim-probe-hwcaps.so")) << d.path();
+    }
+    std::sort(want.begin(), want.end());
+    std::sort(have.begin(), have.end());
+    EXPECT_EQ(have, want);
 }
 
 TEST(LoaderConfig, hwcap_mask_zero_leaves_platform_and_tls) {
@@ -512,7 +542,9 @@ std::string self_exe() {
 TEST(InProcessConfig, the_pie_refusal_is_what_the_loader_itself_holds) {
     setenv("LDSHIM_PROBE_DIR", PROBE_DIR, 1);  // ldshim is linked in statically here
     std::string err;
-    auto cfg = derive_in_process(&err);
+    auto env = startup_environment(&err);
+    ASSERT_TRUE(env) << err;
+    auto cfg = derive_in_process(*env, &err);
     ASSERT_TRUE(cfg) << err;
     std::ifstream in(cfg->rtld_path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -525,7 +557,8 @@ TEST(InProcessConfig, the_pie_refusal_is_what_the_loader_itself_holds) {
 // Run only as a child of the test below (it reads the child's own loader).
 TEST(InProcessConfigChild, DISABLED_print_derived_config) {
     std::string err;
-    auto cfg = derive_in_process(&err);
+    auto env = startup_environment(&err);
+    auto cfg = env ? derive_in_process(*env, &err) : std::nullopt;
     std::printf("%s", cfg ? config_lines(*cfg).c_str() : ("CFG error " + err + "\n").c_str());
     std::fflush(stdout);
 }

@@ -325,3 +325,24 @@ TEST(Engine, a_loader_that_explains_candidates_gets_a_note_after_each_failed_one
     v.dlopen("libL.so");
     for (const auto& l : v.lines()) EXPECT_FALSE(l.starts_with("    (")) << l;
 }
+
+// glibc takes an object's $ORIGIN from the directory current when it was
+// opened (getcwd in _dl_new_object), for each object named by a relative
+// path: after a chdir, a relative name's $ORIGIN is the new directory.
+TEST(Engine, a_relative_name_opened_after_chdir_takes_its_origin_from_the_new_directory) {
+    World w;
+    w.prog({.needed = {"libc.so.6"}});
+    w.lib("/a/sub/libx.so");
+    w.lib("/b/sub/liby.so", {.needed = {"libdep.so"}, .rpath = "$ORIGIN/deps"});
+    w.lib("/b/sub/deps/libdep.so");
+    w.fs.set_cwd("/a");
+    ASSERT_TRUE(w.start().ok);
+    auto x = w.dlopen("sub/libx.so");
+    ASSERT_FALSE(x.error);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(x.object)].origin, "/a/sub");
+    w.fs.set_cwd("/b");
+    auto y = w.dlopen("sub/liby.so");
+    ASSERT_FALSE(y.error) << y.error->text();
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(y.object)].origin, "/b/sub");
+    EXPECT_GE(w.engine->find_object("libdep.so"), 0);
+}

@@ -6,7 +6,6 @@
 #include <string>
 
 using ldsearch::Environment;
-using ldsearch::loader_env_value;
 using ldsearch::parse_env_records;
 
 namespace {
@@ -43,12 +42,4 @@ TEST(EnvRecords, a_cut_or_foreign_text_keeps_the_whole_records_before_it) {
     for (const char* bad : {"hello\n", "ldsearch-env x\nA", "ldsearch-env 99999999999999999999999\n",
                             "ldsearch-env 3\nA=1X", "ldsearch-env -1\n\n"})
         EXPECT_TRUE(parse_env_records(bad).truncated) << bad;
-}
-
-TEST(EnvRecords, the_loader_takes_the_last_assignment_of_a_name) {
-    Environment env{"LD_LIBRARY_PATH=/first", "LD_LIBRARY_PATHX=/no", "LD_LIBRARY_PATH=/last", "LD_PRELOAD="};
-    EXPECT_EQ(loader_env_value(env, "LD_LIBRARY_PATH"), "/last");
-    EXPECT_EQ(loader_env_value(env, "LD_PRELOAD"), "");
-    EXPECT_EQ(loader_env_value(env, "LD_ORIGIN_PATH"), std::nullopt);
-    EXPECT_EQ(loader_env_value(env, "LD_LIBRARY"), std::nullopt) << "a prefix of a name is not the name";
 }

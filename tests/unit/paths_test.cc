@@ -41,3 +41,28 @@ TEST(PathLists, relative_entries_are_never_unknown) {
     EXPECT_EQ(pool.intern("", Label::rpath, std::nullopt)->status[1], DirStatus::existing);
     EXPECT_EQ(pool.intern("/abs/", Label::rpath, std::nullopt)->status[0], DirStatus::unknown);
 }
+
+TEST(PathLists, a_list_expands_normalises_and_drops_repeats) {
+    const std::vector<std::string> system{"/usr/lib/"};
+    DstValues values{"/app/bin", std::nullopt, "lib64"};
+    DstPolicy policy{false, false, &system};
+    DstDrops drops;
+    auto dirs =
+        expand_search_list("$ORIGIN/../$LIB//:/a;;$PLATFORM/x:/a/:$ORIGIN/../lib64", ":;", values, policy, &drops);
+    EXPECT_EQ(dirs, (std::vector<std::string>{"/app/bin/../lib64/", "/a/", ""}));
+    ASSERT_EQ(drops.size(), 1u);
+    EXPECT_EQ(drops[0].first, "$PLATFORM/x");
+    EXPECT_EQ(drops[0].second, DstDrop::unknown_value);
+}
+
+TEST(PathLists, a_secure_list_keeps_only_trusted_origin_expansions) {
+    const std::vector<std::string> system{"/usr/lib/"};
+    DstValues values{"/usr/lib/app", std::nullopt, "lib"};
+    DstDrops drops;
+    auto dirs = expand_search_list("$ORIGIN/plugins:/x/$ORIGIN:$ORIGIN/../../../tmp", ":", values,
+                                   DstPolicy{true, true, &system}, &drops);
+    EXPECT_EQ(dirs, (std::vector<std::string>{"/usr/lib/app/plugins/"}));
+    ASSERT_EQ(drops.size(), 2u);
+    EXPECT_EQ(drops[0].second, DstDrop::secure_position);
+    EXPECT_EQ(drops[1].second, DstDrop::untrusted_dir);
+}

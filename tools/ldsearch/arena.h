@@ -1,12 +1,12 @@
 // ldsearch's allocator for one short run.
 //
 // A search allocates a few hundred to a few thousand small objects (names,
-// trace lines, dependency lists).  glibc's malloc and free took 30 % of the
-// instructions of `ldsearch /usr/bin/gdb` (docs/performance.md): most frees
-// missed its thread cache and went through the bins.  ldsearch replaces
+// trace lines, dependency lists).  With glibc's malloc and free a large
+// part of a search's instructions goes to them (docs/performance.md): most
+// frees miss its thread cache and go through the bins.  ldsearch replaces
 // `operator new` with this arena: a bump pointer over a fixed region, and a
 // free list per size class so that a freed block is reused (each page
-// touched costs a fault, about 2 us here, more than the allocator saves).
+// touched costs a fault, more than the allocator saves).
 //
 // Bounded: requests of kLargeRequest bytes and more, everything after the
 // region is used up, and everything after close() go to malloc, and

@@ -13,6 +13,7 @@
 #include "loader/engine.h"
 #include "loader/ld_cache.h"
 #include "loader/tokens.h"
+#include "machine/machine.h"
 #include "program.h"
 #include "tools/ldsearch/dep_tree.h"
 #include "tools/ldsearch/env_record.h"
@@ -42,19 +43,8 @@ namespace {
 // The loader a library of each modelled machine is checked with (one with
 // no PT_INTERP names none); nullptr for another machine or class.
 const char* default_rtld(std::uint8_t elf_class, std::uint16_t machine) {
-    if (elf_class != ELFCLASS64) return nullptr;
-    if (machine == EM_X86_64) return "/lib64/ld-linux-x86-64.so.2";
-    if (machine == EM_AARCH64) return "/lib/ld-linux-aarch64.so.1";
-    return nullptr;
+    return elf_class == ELFCLASS64 ? ldshim::machine::loader_path(machine) : nullptr;
 }
-
-// The machine ldsearch itself runs on: its loader is always at hand, any
-// other's may be missing (no emulator, no multiarch libc).
-#if defined(__aarch64__)
-constexpr std::uint16_t kOwnMachine = EM_AARCH64;
-#else
-constexpr std::uint16_t kOwnMachine = EM_X86_64;
-#endif
 
 // The program a library is dlopen'ed from: one that needs nothing and has no
 // RPATH, served from memory under a name no file has.
@@ -174,8 +164,7 @@ void collect_missing(const Engine& e, const std::string& argv0, std::vector<Chec
         for (const auto& raw : o.facts.needed) {
             std::string name = raw;
             if (count_dsts(raw) != 0) {
-                DstPolicy pol{e.secure(), o.kind == Object::Kind::main, &e.config().system_dirs};
-                name = substitute_dsts(raw, {o.origin, e.config().platform, e.config().dst_lib}, pol);
+                name = e.expand(o, raw);
                 if (name.empty()) continue;
             }
             if (e.find_object(name) >= 0) continue;
@@ -194,10 +183,9 @@ void check_rpath(Shared& sh, const Engine& e, int self, std::vector<CheckProblem
     const auto& list = runpath ? o.facts.runpath : o.facts.rpath;
     if (!list) return;
     const char* label = runpath ? "RUNPATH" : "RPATH";
-    DstPolicy pol{e.secure(), o.kind == Object::Kind::main, &e.config().system_dirs};
-    for (auto elem : split_path(*list, ":")) {
+    for (auto elem : split_path(*list, kObjectListSeparators)) {
         std::string element(elem);
-        std::string dir = substitute_dsts(elem, {o.origin, e.config().platform, e.config().dst_lib}, pol);
+        std::string dir = e.expand(o, elem);
         std::string name = std::string(label) + " " + element;
         if (dir.empty()) {
             out.push_back({"rpath_missing", name, "expands to nothing", ""});
@@ -311,7 +299,9 @@ void check_file(Shared& sh, CheckedFile& f) {
         return;
     }
     const Loader& l = sh.loader(ff.interp.value_or(rtld), ff.machine);
-    if (!l.cfg && ff.machine != kOwnMachine) {
+    // ldsearch's own machine's loader is always at hand, any other's may be
+    // missing (no emulator, no multiarch libc).
+    if (!l.cfg && ff.machine != ldshim::machine::kOwn) {
         // Another machine's file where its loader cannot run here: skipped,
         // as before aarch64 was modelled, with the reason said once.
         f.kind = CheckedFile::Kind::foreign;
@@ -416,10 +406,7 @@ int run_check(const Options& o) {
     }
     Shared sh(std::move(root));
     sh.no_config_cache = o.no_cache;
-    model_environment(sh.base, [](const std::string& name) -> std::optional<std::string> {
-        const char* v = std::getenv(name.c_str());
-        return v ? std::optional<std::string>(v) : std::nullopt;
-    });
+    set_environment(sh.base, read_loader_environment(own_environment()));
     std::vector<std::string> paths, warnings;
     if (int status = gather(o.operands, sh, paths, warnings); status != kOk) return status;
     std::vector<CheckedFile> files(paths.size());

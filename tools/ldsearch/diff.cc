@@ -5,6 +5,7 @@
 #include "host/loader_query.h"
 #include "host/real_fs.h"
 #include "loader/engine.h"
+#include "machine/machine.h"
 #include "tools/ldsearch/env_capture.h"
 #include "tools/ldsearch/ld_debug_log.h"
 
@@ -123,10 +124,10 @@ EngineOptions program_options(const LoggedProgram& prog, const ObjectFacts& fact
     EngineOptions opts;
     opts.argv0 = prog.argv0;
     if (env) {
-        model_environment(opts, [&](const std::string& name) { return loader_env_value(*env, name); });
+        set_environment(opts, read_loader_environment(env_entries(*env)));
         return opts;
     }
-    if (const char* l = std::getenv("LD_LIBRARY_PATH")) opts.library_path = std::string(l);
+    opts.library_path = read_loader_environment(own_environment()).library_path;
     opts.preload_file.reset();
     for (const auto& l : prog.startup) {
         if (l.requester != prog.argv0) continue;
@@ -142,7 +143,7 @@ EngineOptions program_options(const LoggedProgram& prog, const ObjectFacts& fact
 std::optional<LoaderConfig> program_loader(long pid, const std::string& program, const ObjectFacts& facts,
                                            const Environment* env, Totals& t) {
     std::string head = "process " + std::to_string(pid) + ": ";
-    bool modelled = facts.machine == kMachineX86_64 || facts.machine == kMachineAarch64;
+    bool modelled = ldshim::machine::modelled(facts.machine);
     if (facts.elf_class != 2 || !modelled) {
         skip(t, head + program + ": ELF class " + std::to_string(facts.elf_class) + " machine " +
                     std::to_string(facts.machine) + " is not modelled");

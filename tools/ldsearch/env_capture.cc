@@ -1,12 +1,14 @@
 #include "tools/ldsearch/env_capture.h"
 
 #include "host/real_fs.h"
+#include "machine/machine.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -39,14 +41,14 @@ struct AuditBuild {
 const std::vector<const char*> kX86_64Platforms{"x86_64", "haswell", "xeon_phi"};
 const std::vector<const char*> kAarch64Platforms{"aarch64"};
 
+std::vector<const char*> platforms_of(std::uint16_t machine) {
+    if (machine == ldshim::machine::kX86_64) return kX86_64Platforms;
+    if (machine == ldshim::machine::kAarch64) return kAarch64Platforms;
+    return {};
+}
+
 std::vector<AuditBuild> audit_builds() {
-#if defined(__x86_64__)
-    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, kX86_64Platforms}};
-#elif defined(__aarch64__)
-    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, kAarch64Platforms}};
-#else
-    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, {}}};
-#endif
+    std::vector<AuditBuild> out{{kEnvAuditModule, kEnvAuditModule_size, platforms_of(ldshim::machine::kOwn)}};
 #if defined(LDSEARCH_ENV_AUDIT_OTHER_AARCH64)
     out.push_back({kEnvAuditModuleOther, kEnvAuditModuleOther_size, kAarch64Platforms});
 #elif defined(LDSEARCH_ENV_AUDIT_OTHER_X86_64)

@@ -1,5 +1,7 @@
 #include "tools/ldsearch/env_record.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstddef>
 
@@ -37,18 +39,6 @@ EnvRecords parse_env_records(std::string_view text) {
     return out;
 }
 
-std::optional<std::string> loader_env_value(const Environment& env, std::string_view name) {
-    std::optional<std::string> value;
-    for (const auto& e : env)
-        if (e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=') value = e.substr(name.size() + 1);
-    return value;
-}
-
-void model_environment(ldshim::loader::EngineOptions& opts,
-                       const std::function<std::optional<std::string>(const std::string&)>& value) {
-    opts.library_path = value("LD_LIBRARY_PATH");
-    opts.preload = value("LD_PRELOAD").value_or("");
-    opts.origin_path = value("LD_ORIGIN_PATH");
-}
+ldshim::loader::EnvEntries own_environment() { return ldshim::loader::env_entries(environ); }
 
 }  // namespace ldsearch

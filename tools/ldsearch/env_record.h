@@ -1,13 +1,11 @@
 // The environments ldsearch --diff's audit module (env_audit.c) recorded:
 // one record per exec of one process, in exec order, each the bytes of
-// /proc/self/environ at the loader's start.  Pure: text in, environments out;
-// never trusts the input.
+// /proc/self/environ at the loader's start.  Pure (text in, environments
+// out; never trusts the input), but for own_environment.
 #pragma once
 
-#include "loader/engine.h"
+#include "loader/loader_env.h"
 
-#include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,14 +22,8 @@ struct EnvRecords {
 
 EnvRecords parse_env_records(std::string_view text);
 
-// NAME's value as the loader reads it: ld.so walks the whole block and the
-// last assignment wins (getenv would take the first).
-std::optional<std::string> loader_env_value(const Environment& env, std::string_view name);
-
-// The variables of an environment that steer the loader's search
-// (LD_LIBRARY_PATH, LD_PRELOAD, LD_ORIGIN_PATH), set into `opts`; `value`
-// answers for one name.  The one place that lists them for ldsearch.
-void model_environment(ldshim::loader::EngineOptions& opts,
-                       const std::function<std::optional<std::string>(const std::string&)>& value);
+// The environment ldsearch runs with, as a program it starts would inherit
+// it; loader/loader_env.h reads the loader's variables from either.
+ldshim::loader::EnvEntries own_environment();
 
 }  // namespace ldsearch

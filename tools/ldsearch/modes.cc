@@ -33,8 +33,8 @@ struct JsonOut {
 
 // The session of this run's one mode.  Never destroyed: the process exits
 // right after the mode returns, and taking apart the engine, its objects
-// and the files it kept open cost gdb's search 7 % of its instructions and
-// four system calls (docs/performance.md).  Reachable from a static, so that
+// and the files it kept open would cost a search instructions and system
+// calls for nothing (docs/performance.md).  Reachable from a static, so that
 // leak checkers do not count it.
 Session& run_session() {
     static Session* const kept = new Session;

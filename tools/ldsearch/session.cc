@@ -4,6 +4,7 @@
 #include "host/loader_query.h"
 #include "loader/elf_facts.h"
 #include "loader/path_pool.h"
+#include "machine/machine.h"
 #include "program.h"
 #include "tools/ldsearch/env_record.h"
 
@@ -57,9 +58,7 @@ std::optional<std::string> model_machine(LoaderConfig& cfg, const std::optional<
                 if (n.empty() || n.find('/') != std::string_view::npos)
                     return "--hwcaps: bad name in '" + *hwcaps + "'";
                 cfg.hwcaps_active.emplace_back(n);
-                if (n == "x86-64-v2") cfg.isa_levels |= 2;
-                if (n == "x86-64-v3") cfg.isa_levels |= 4;
-                if (n == "x86-64-v4") cfg.isa_levels |= 8;
+                cfg.isa_levels |= isa_level_bit(n);
             }
     }
     std::vector<std::string> subdirs;
@@ -111,7 +110,7 @@ int open_program(const Options& o, Session& s, std::string& interp, OpenResult& 
         return kBadInput;
     }
     // The machines modelled; which one applies, its loader's file says.
-    bool modelled = facts.facts.machine == kMachineX86_64 || facts.facts.machine == kMachineAarch64;
+    bool modelled = ldshim::machine::modelled(facts.facts.machine);
     if (facts.facts.elf_class != 2 || !modelled) {
         std::fprintf(stderr, "ldsearch: %s: not an x86-64 or aarch64 ELF program (class %u, machine %u)\n",
                      program.c_str(), facts.facts.elf_class, facts.facts.machine);
@@ -162,15 +161,17 @@ EngineOptions engine_options(const Options& o, const Session& s) {
     opts.argv0 = o.program;
     opts.keep_going = o.keep_going;
     opts.secure = o.secure ? *o.secure : starts_secure(s.host(s.path));
-    // The modelled environment: ours, with --env overrides.
-    auto modelled = [&](const std::string& name) -> std::optional<std::string> {
-        std::optional<std::string> v;
-        if (const char* e = std::getenv(name.c_str())) v = std::string(e);
-        for (const auto& [n, val] : o.env_over)
-            if (n == name) v = val;
-        return v;
-    };
-    model_environment(opts, modelled);
+    // The modelled environment: ours, with --env overrides, each replacing
+    // every assignment of its name.
+    EnvEntries env = own_environment();
+    std::vector<std::string> set;
+    set.reserve(o.env_over.size());  // `env` points into it
+    for (const auto& over : o.env_over) {
+        std::string prefix = over.first + "=";
+        std::erase_if(env, [&](std::string_view e) { return e.starts_with(prefix); });
+        if (over.second) env.push_back(set.emplace_back(prefix + *over.second));
+    }
+    set_environment(opts, read_loader_environment(env));
     if (o.library_path) {
         opts.library_path = o.library_path;
         opts.library_path_label = Label::library_path_option;
