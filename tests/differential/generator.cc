@@ -634,6 +634,10 @@ std::vector<GenTree> reductions(const GenTree& t) {
     };
     for (std::size_t i = 0; i < t.libs.size(); ++i) with([&](GenTree& c) { c.libs.erase(c.libs.begin() + i); });
     for (std::size_t i = 0; i < t.ops.size(); ++i) with([&](GenTree& c) { c.ops.erase(c.ops.begin() + i); });
+    // Two threads down to one, RTLD_NODELETE down to a plain dlopen: whether
+    // the difference needs them.
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        if (t.ops[i].kind == 't' || t.ops[i].kind == 'z') with([&](GenTree& c) { c.ops[i].kind = 'o'; });
     if (!t.cache_dirs.empty())
         with([](GenTree& c) {
             c.cache_dirs.clear();

@@ -494,16 +494,24 @@ std::vector<std::string> unrooted(std::vector<std::string> lines, const std::str
 // the l_name glibc gave it.
 GenTree asked_by_path(GenTree t, const std::vector<std::string>& real_out, const std::string& root) {
     for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
+        const char kind = t.ops[i].kind;
         const std::string& l = real_out[i];
-        if (t.ops[i].kind != 'o' || !l.starts_with("RESULT ")) continue;
-        std::string l_name = l.substr(7);
-        if (!l_name.starts_with(root + "/")) {
-            t.ops[i].name = l_name;
-            continue;
+        if ((kind != 'o' && kind != 'z' && kind != 't') || !l.starts_with("RESULT ")) continue;
+        std::string l_name = l.substr(7, l.find(" | ") - 7);  // two threads: the same object twice
+        if (l_name.starts_with(root + "/")) {
+            std::string name(1, '@');  // appended piecewise (GCC 12's -Wrestrict, as above)
+            name += l_name.substr(root.size());
+            l_name = std::move(name);
         }
-        std::string name(1, '@');  // appended piecewise (GCC 12's -Wrestrict, as above)
-        name += l_name.substr(root.size());
-        t.ops[i].name = std::move(name);
+        // The dlcloses of this open name it as it is now asked for.
+        const GenOp was = t.ops[i];
+        for (std::size_t j = i + 1; j < t.ops.size(); ++j) {
+            GenOp& later = t.ops[j];
+            if (later.caller != was.caller || later.name != was.name) continue;
+            if (later.kind != 'c') break;
+            later.name = l_name;
+        }
+        t.ops[i].name = std::move(l_name);
     }
     return t;
 }
