@@ -8,6 +8,10 @@
 //   build/bench/resolver_bench            (Google Benchmark)
 //   build/bench/resolver_bench --loop=glibc|ldshim N [OTHERS]   (N rounds of (b), for strace -c and
 //   perf stat; with OTHERS libraries loaded first, as in (c))
+//   build/bench/resolver_bench --plain [ROUNDS]
+//       (a) as a plain program meets it: ldshim_dlopen_from(&main,
+//       "libm.so.6") + dlclose against glibc's dlopen + dlclose from main,
+//       interleaved blocks, the fastest block of each; prints the ratio.
 //   build/bench/resolver_bench --front [ROUNDS]
 //       (a) through ldshim's front entry in libcaller's dlopen slot, with an
 //       interposer that forwards by dlsym(RTLD_NEXT) behind it (the process
@@ -154,9 +158,30 @@ void BM_third_rpath_ucx(benchmark::State& st) {
         dlclose(h);
     }
 }
+// (a) from the main program (ldshim told so by an address in it), by a name
+// the program's own dependency has
+// (libm.so.6, which libstdc++ needs): what a plain program meets.
+const void* in_program();
+void BM_main_glibc(benchmark::State& st) {
+    for (auto _ : st) {
+        void* h = dlopen("libm.so.6", RTLD_NOW);
+        benchmark::DoNotOptimize(h);
+        dlclose(h);
+    }
+}
+void BM_main_ldshim(benchmark::State& st) {
+    for (auto _ : st) {
+        void* h = ldshim_dlopen_from(in_program(), "libm.so.6", RTLD_NOW);
+        benchmark::DoNotOptimize(h);
+        dlclose(h);
+    }
+}
+const void* in_program() { return reinterpret_cast<const void*>(&BM_main_glibc); }
 BENCHMARK(BM_loaded_glibc)->Name("a_loaded_by_soname/glibc");
 BENCHMARK(BM_loaded_ldshim)->Name("a_loaded_by_soname/ldshim");
 BENCHMARK(BM_loaded_ucx)->Name("a_loaded_by_soname/ucx_1.13_style");
+BENCHMARK(BM_main_glibc)->Name("a_loaded_from_main/glibc");
+BENCHMARK(BM_main_ldshim)->Name("a_loaded_from_main/ldshim");
 // The same with 4 threads at once: the fast path takes no lock, so the
 // ratio per call must hold (time is per thread: compare rows, not to 1 thread).
 BENCHMARK(BM_loaded_glibc)->Name("a_loaded_by_soname_4_threads/glibc")->Threads(4)->UseRealTime();
@@ -207,6 +232,24 @@ double median_ns(F&& call, int rounds, int n) {
     }
     std::sort(per.begin(), per.end());
     return per[per.size() / 2];
+}
+
+// (a) from the main program, both sides in short interleaved blocks so that
+// they share the machine's state; the fastest block of each, since on a busy
+// machine every slower one carries someone else's time.
+int plain_program(int rounds) {
+    const int n = 2000;
+    double glibc = 1e30, ldshim = 1e30;
+    for (int r = 0; r < rounds; ++r) {
+        glibc = std::min(glibc, median_ns([] { dlclose(dlopen("libm.so.6", RTLD_NOW)); }, 1, n));
+        ldshim =
+            std::min(ldshim, median_ns([] { dlclose(ldshim_dlopen_from(in_program(), "libm.so.6", RTLD_NOW)); }, 1, n));
+    }
+    std::printf("a_loaded_from_main (libm.so.6), fastest of %d x %d calls (dlopen + dlclose)\n", rounds, n);
+    std::printf("  glibc dlopen          %6.1f ns\n", glibc);
+    std::printf("  ldshim_dlopen_from    %6.1f ns  ldshim adds %4.1f ns (%.2fx)\n", ldshim, ldshim - glibc,
+                ldshim / glibc);
+    return 0;
 }
 
 // (a) three ways in one process, interleaved so that they share the machine's
@@ -264,7 +307,9 @@ int main(int argc, char** argv) {
     else
         load_fixture();
     int rc = 0;
-    if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
+    if (argc >= 2 && std::strcmp(argv[1], "--plain") == 0) {
+        rc = plain_program(argc >= 3 ? std::atoi(argv[2]) : 2000);
+    } else if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
         setenv("LDSHIM_BENCH_DIR", g_dir.c_str(), 1);
         rc = front_entry(argc >= 3 ? std::atoi(argv[2]) : 15);
     } else if ((argc == 3 || argc == 4) && std::strncmp(argv[1], "--loop=", 7) == 0) {

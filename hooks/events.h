@@ -78,4 +78,9 @@ void ensure_driver_companions();
 // the requested version and flags), or the pointer unchanged.
 void* hook_proc_address(void* fn);
 
+// For the dlsym and dlvsym front entries (resolver/front_entries.cc): the
+// function the call goes on to (glibc's, by a jump), or nullptr with the
+// answer in *result -- the hook, handed out for a hooked CUDA name.
+void* sym_decide(HookId which, const void* caller, void* handle, const char* name, const char* version, void** result);
+
 }  // namespace ldshim::hooks

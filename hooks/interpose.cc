@@ -1,10 +1,8 @@
-// The hooks on the loader's entry points.  dlopen and dlclose let the patcher
-// see new and vanished objects at once (and dlopen resolves from the true
-// caller, which is ldshim's whole point); dlsym and dlvsym hand out the hook
-// for a hooked CUDA name, so function pointers fetched by name are hooked
-// too; the proc-address mapper does the same for cuGetProcAddress.
+// Handing out a CUDA hook for a function fetched by name: what the dlsym and
+// dlvsym front entries ask (resolver/front_entries.cc), so function pointers
+// fetched by name are hooked too, and the proc-address mapper, which does the
+// same for cuGetProcAddress.
 #include "hooks/as_caller.h"
-#include "hooks/dlopen_entry.h"
 #include "hooks/events.h"
 #include "hooks/patcher.h"
 #include "hooks/table.h"
@@ -47,6 +45,10 @@ void* hooked(void* found, int id, const char* version) {
     return def.fn;
 }
 
+}  // namespace
+
+namespace ldshim::hooks {
+
 // dlsym and dlvsym: glibc answers every lookup for the caller itself, since
 // the scope (RTLD_DEFAULT's, RTLD_NEXT's), dlerror()'s text and an auditor's
 // binder all follow from its return address.  Only a hooked CUDA name is
@@ -65,65 +67,6 @@ void* sym_decide(HookId which, const void* caller, void* handle, const char* nam
     return nullptr;
 }
 
-}  // namespace
-
-extern "C" {
-
-// The front entries: reached through the caller's own import slot, so the
-// return address is in the true caller; the slot's previous value is next.
-// (ldshim_dlopen_decide refreshes the hooks after a load.)  dlopen's is the
-// recipe of hooks/dlopen_entry.h around this; elsewhere, a call.
-[[gnu::visibility("hidden")]] ldshim_dlopen_fn ldshim_hook_dlopen_decide(const void* caller, const char* file, int mode,
-                                                                         void** handle) {
-    auto real = reinterpret_cast<ldshim_dlopen_fn>(loader_next(HookId::k_dlopen, caller));
-    return ldshim_dlopen_decide(real, caller, file, mode, handle);
-}
-
-#if !LDSHIM_HAVE_DLOPEN_ENTRY
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlopen(const char* file, int mode) {
-    void* handle = nullptr;
-    ldshim_dlopen_fn go_on = ldshim_hook_dlopen_decide(__builtin_return_address(0), file, mode, &handle);
-    return go_on ? go_on(file, mode) : handle;
-}
-#endif
-
-[[gnu::visibility("hidden")]] ldshim_dlmopen_fn ldshim_hook_dlmopen_decide(const void* caller, long lmid,
-                                                                           const char* file, int mode, void** handle) {
-    auto real = reinterpret_cast<ldshim_dlmopen_fn>(loader_next(HookId::k_dlmopen, caller));
-    return ldshim_dlmopen_decide(real, lmid, caller, file, mode, handle);
-}
-
-#if !LDSHIM_HAVE_DLOPEN_ENTRY
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlmopen(long lmid, const char* file, int mode) {
-    void* handle = nullptr;
-    ldshim_dlmopen_fn go_on = ldshim_hook_dlmopen_decide(__builtin_return_address(0), lmid, file, mode, &handle);
-    return go_on ? go_on(lmid, file, mode) : handle;
-}
-#endif
-
-[[gnu::visibility("hidden")]] int ldshim_hook_dlclose(void* handle) {
-    auto real = next<int (*)(void*)>(HookId::k_dlclose);
-    int r = real(handle);
-    if (r == 0) Patcher::instance().refresh();  // on failure, keep dlerror()'s text intact
-    return r;
-}
-
-// dlsym's and dlvsym's, behind LDSHIM_ENTRY3 (dlsym's third word is not an
-// argument: it is passed on as it came, and not read).
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlsym_decide(const void* caller, void* handle, const char* name,
-                                                             const char*, void** result) {
-    return sym_decide(HookId::k_dlsym, caller, handle, name, nullptr, result);
-}
-
-[[gnu::visibility("hidden")]] void* ldshim_hook_dlvsym_decide(const void* caller, void* handle, const char* name,
-                                                              const char* version, void** result) {
-    return sym_decide(HookId::k_dlvsym, caller, handle, name, version, result);
-}
-
-}  // extern "C"
-
-namespace ldshim::hooks {
-
 void* hook_proc_address(void* fn) {
     if (!fn) return fn;
     auto addr = reinterpret_cast<std::uintptr_t>(fn);
@@ -139,10 +82,3 @@ void* hook_proc_address(void* fn) {
 }
 
 }  // namespace ldshim::hooks
-
-#if LDSHIM_HAVE_DLOPEN_ENTRY
-LDSHIM_DLOPEN_ENTRY(ldshim_hook_dlopen, ldshim_hook_dlopen_decide, 1);
-LDSHIM_ENTRY3(ldshim_hook_dlmopen, ldshim_hook_dlmopen_decide, 1);
-LDSHIM_ENTRY3(ldshim_hook_dlsym, ldshim_hook_dlsym_decide, 1);
-LDSHIM_ENTRY3(ldshim_hook_dlvsym, ldshim_hook_dlvsym_decide, 1);
-#endif

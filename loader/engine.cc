@@ -209,6 +209,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             if (o.status == OpenOutcome::Status::fatal) return o;
             bool ok = o.status == OpenOutcome::Status::found;
             if (d.status[c] == DirStatus::unknown) {
+                ++record_changes_;
                 if (ok) {
                     d.status[c] = DirStatus::existing;
                 } else {
@@ -248,6 +249,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
     // A list whose directories all turned out missing is dropped for good
     // (RPATH/RUNPATH only; the system and environment lists stay).
     if (!any && owner >= 0) {
+        ++record_changes_;
         Object& o = objects_[static_cast<std::size_t>(owner)];
         (runpath ? o.runpath_state : o.rpath_state) = Object::List::dropped;
         (runpath ? o.runpath_dirs : o.rpath_dirs).clear();

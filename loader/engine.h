@@ -127,6 +127,11 @@ public:
     // reads ld.so.cache, if it has not got it (a runtime that follows the
     // file as it changes needs to know).
     std::uint64_t cache_lookups() const { return cache_lookups_; }
+    // How many times a search has changed what glibc records of the
+    // directories it searched: a status learnt (existing or missing), a
+    // list dropped.  A runtime that answers searches for glibc must let
+    // glibc learn the same.
+    std::uint64_t record_changes() const { return record_changes_; }
     // One name or list element with `owner`'s tokens expanded under this
     // process's rules; "" when the loader would drop it (`why` says why).
     std::string expand(const Object& owner, std::string_view s, DstDrop* why = nullptr) const;
@@ -247,6 +252,7 @@ private:
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
     std::uint64_t cache_lookups_ = 0;
+    std::uint64_t record_changes_ = 0;
 };
 
 }  // namespace ldshim::loader

@@ -18,8 +18,8 @@
 // are libldshim's):
 //   LDSHIM_CUDA_HOOKS=1  install the CUDA hooks too, before main
 //   LDSHIM_HOOKS_LOG=F   at exit, write the hooks' operation log to file F
-#include "hooks/dlopen_entry.h"
 #include "lib/preload_ops.h"
+#include "resolver/dlopen_entry.h"
 
 #include <dlfcn.h>
 
@@ -84,7 +84,7 @@ extern "C" {
 
 // dlopen, reached by symbol: through dlsym, a saved pointer, or another
 // tool's wrapper forwarding with RTLD_NEXT -- then the caller is behind that
-// tool.  The entry is hooks/dlopen_entry.h's recipe around this, so a call
+// tool.  The entry is resolver/dlopen_entry.h's recipe around this, so a call
 // ldshim does not answer reaches the next dlopen from its own caller.
 [[gnu::visibility("hidden")]] ldshim_dlopen_fn ldshim_preload_dlopen_decide(const void* return_address,
                                                                             const char* file, int mode, void** handle) {
@@ -93,15 +93,7 @@ extern "C" {
     return o->dlopen_decide(next_dlopen(), o->caller_behind(return_address), file, mode, handle);
 }
 
-#if LDSHIM_HAVE_DLOPEN_ENTRY
 LDSHIM_DLOPEN_ENTRY(dlopen, ldshim_preload_dlopen_decide, 0);
-#else
-__attribute__((visibility("default"))) void* dlopen(const char* file, int mode) {
-    void* handle = nullptr;
-    ldshim_dlopen_fn go_on = ldshim_preload_dlopen_decide(__builtin_return_address(0), file, mode, &handle);
-    return go_on ? go_on(file, mode) : handle;
-}
-#endif
 
 [[gnu::visibility("hidden")]] ldshim_dlmopen_fn ldshim_preload_dlmopen_decide(const void* return_address, long lmid,
                                                                               const char* file, int mode,
@@ -111,15 +103,7 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
     return o->dlmopen_decide(next_dlmopen(), lmid, o->caller_behind(return_address), file, mode, handle);
 }
 
-#if LDSHIM_HAVE_DLOPEN_ENTRY
-LDSHIM_ENTRY3(dlmopen, ldshim_preload_dlmopen_decide, 0);
-#else
-__attribute__((visibility("default"))) void* dlmopen(long lmid, const char* file, int mode) {
-    void* handle = nullptr;
-    ldshim_dlmopen_fn go_on = ldshim_preload_dlmopen_decide(__builtin_return_address(0), lmid, file, mode, &handle);
-    return go_on ? go_on(lmid, file, mode) : handle;
-}
-#endif
+LDSHIM_DLMOPEN_ENTRY(dlmopen, ldshim_preload_dlmopen_decide, 0);
 
 __attribute__((visibility("default"))) char* dlerror(void) {
     if (const ldshim_preload_ops* o = whole()) return o->dlerror_via(next_dlerror());

@@ -1,10 +1,11 @@
-// The runtime resolver's C edge: every way into ldshim's dlopen --
-// ldshim_dlopen*, the front hooks in the loader's import slots, and
-// libldshim_preload.so -- ends in ldshim_dlopen_via / ldshim_dlmopen_via,
-// which ask the live model (live_process.cc) what glibc would do for the
-// true caller and then open the answer through `next`: what the caller's
-// call would otherwise have reached (glibc, a sanitizer's interceptor,
-// another tool's wrapper, ucm).
+// The runtime resolver's C edge and its one dlopen core: every way into
+// ldshim's dlopen -- ldshim_dlopen*, ldshim_dlmopen*, the front entries in
+// the loader's import slots (front_entries.cc), and libldshim_preload.so --
+// is one Request handed to dlopen_core, which asks the live model
+// (live_process.cc) what glibc would do for the true caller and then opens
+// the answer through `next`: what the caller's call would otherwise have
+// reached (glibc, a sanitizer's interceptor, another tool's wrapper, ucm).
+// The C functions differ only in what they make of its Verdict.
 //
 // A guest's rules, for every function here: before the constructor has read
 // the settings, while this thread is already inside ldshim, and whenever the
@@ -15,10 +16,12 @@
 // Settings (host/settings.h), read once (ignored in secure mode):
 //   LDSHIM_DISABLE=1  every call passes through; no hook is written
 //   LDSHIM_DEBUG=1    one line per decision on stderr
+#include "hooks/as_caller.h"
 #include "hooks/patcher.h"
 #include "host/libc.h"
 #include "host/settings.h"
 #include "ldshim.h"
+#include "resolver/dlopen_entry.h"
 #include "resolver/live_process.h"
 
 #include <dlfcn.h>
@@ -50,14 +53,23 @@ thread_local std::string t_error;
 thread_local std::string t_shown;
 thread_local bool t_error_set = false;
 
-void set_error(const std::string& e) noexcept {
+// The one place this thread's failure is recorded: glibc's text for what
+// failed, nothing for what succeeded (or failed with glibc's own text).
+void keep_error(const std::string& e) noexcept {
     try {
         t_error = e;
-        t_error_set = !e.empty();
+        t_error_set = true;
     } catch (...) {
         t_error_set = false;  // no memory for the text: glibc's dlerror() speaks
     }
 }
+inline void set_error(const std::string& e) noexcept {
+    if (e.empty())
+        t_error_set = false;
+    else
+        keep_error(e);
+}
+const std::string kNoError;
 
 // "via libasan.so.8": the object that `next` lives in, unless it is glibc's
 // own (libc, or libdl before 2.34).
@@ -131,48 +143,78 @@ bool decide(const char* call, const void* caller, const char* file, int mode, bo
     return r.kind != Resolution::Kind::unresolved;
 }
 
-// next(path, mode), remembered so that a call that comes straight back is
-// recognised; then the model and the hooks learn what changed.
-template <class Open>
-void* open_through(void* next_id, const char* path, bool changes, Open&& open) {
+// One call into ldshim's dlopen: dlopen(file, mode), or, where dlmopen_next
+// is set, dlmopen(lmid, file, mode); `next` is what it goes on to (never
+// null here).
+struct Request {
+    ldshim_dlopen_fn dlopen_next = nullptr;
+    ldshim_dlmopen_fn dlmopen_next = nullptr;
+    long lmid = LM_ID_BASE;
+    const void* caller = nullptr;
+    const char* file = nullptr;
+    int mode = 0;
+    bool report_unresolved = false;  // the model's reason becomes this thread's error (ldshim_dlopen_try)
+
+    bool dlmopen() const { return dlmopen_next != nullptr; }
+    // Whether `next` is glibc's own (no wrapper that could send a call back).
+    bool glibc_next() const {
+        if (dlmopen()) return dlmopen_next == host::libc_dlmopen_function();
+        return dlopen_next == &host::libc_dlopen || dlopen_next == host::libc_dlopen_function();
+    }
+    void* next_id() const {
+        return dlmopen() ? reinterpret_cast<void*>(dlmopen_next) : reinterpret_cast<void*>(dlopen_next);
+    }
+    void* open(const char* path, int m) const { return dlmopen() ? dlmopen_next(lmid, path, m) : dlopen_next(path, m); }
+};
+
+// What the core made of a Request.
+enum class Verdict : std::uint8_t {
+    answered,    // carried out: *handle is what the call returns
+    as_asked,    // glibc's own, reached unchanged, gives exactly ldshim's answer
+    to_glibc,    // ldshim's own forwarding come back (below): glibc's own, not round again
+    go_on,       // not ldshim's (off, not started, re-entered, another namespace): `next`, unchanged
+    unresolved,  // the model cannot answer for this process: `next`, unchanged
+};
+
+// After an open that may have loaded something: the model and the hooks
+// learn what changed.
+[[gnu::noinline]] void note_opened(const Request& q, void* h) {
+    // glibc's dlopen returns the object's link_map; another dlopen's handle
+    // is not read.
+    const bool glibc = q.dlopen_next == &host::libc_dlopen;
+    if (LiveProcess* lp = LiveProcess::existing()) lp->note_opened(glibc ? h : nullptr);
+    if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
+}
+
+// q.open(path, mode), remembered so that a call that comes straight back is
+// recognised.
+inline void* open_through(const Request& q, const char* path, int mode, bool changes) {
     const char* saved_file = t_forwarded_file;
     void* saved_next = t_forwarded_next;
     t_forwarded_file = path;
-    t_forwarded_next = next_id;
-    void* h = open();
+    t_forwarded_next = q.next_id();
+    void* h = q.open(path, mode);
     t_forwarded_file = saved_file;
     t_forwarded_next = saved_next;
-    if (changes) {
-        // glibc's dlopen returns the object's link_map; another dlopen's
-        // handle is not read.
-        const bool glibc = next_id == reinterpret_cast<void*>(&host::libc_dlopen);
-        if (LiveProcess* lp = LiveProcess::existing()) lp->note_opened(glibc ? h : nullptr);
-        if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
-    }
+    if (changes) note_opened(q, h);
     return h;
 }
 
 // The already-loaded fast path (LiveProcess::loaded_fast): no lock, no walk,
 // no allocation.  Not while logging (each decision is printed), nor inside
-// the model, nor before the model exists.
+// the model, nor before the model exists.  `handed` is a name glibc knows
+// the loaded object by (nullptr for the main program).  glibc looks for a
+// loaded object by name before any search, in load order and whoever calls,
+// so it gives the same object and the same bookkeeping (a SONAME match is
+// recorded as glibc records it); where that name is the one asked for,
+// glibc is spared a long strcmp of an absolute l_name against every loaded
+// object's name.
 bool loaded_fast(const char* file, const char*& handed) noexcept {
     if (!file || t_inside || !host::settings_ready()) return false;
     const host::Settings& settings = host::settings();
     if (settings.disabled || settings.debug) return false;
     const LiveProcess* lp = LiveProcess::existing();
     return lp && lp->loaded_fast(file, handed);
-}
-
-// The fast path's answer: `handed` is a name glibc knows the loaded object
-// by (nullptr for the main program).  glibc looks for a loaded object by
-// name before any search, in load order and whoever calls, so it gives the
-// same object and the same bookkeeping (a SONAME match is recorded as glibc
-// records it); where that name is the one asked for, glibc is spared a long
-// strcmp of an absolute l_name against every loaded object's name.  Marked
-// as forwarded, so a wrapper that sends it straight back reaches glibc
-// instead of coming round again.
-void* open_loaded(void* (*next)(const char*, int), const char* handed, int mode) {
-    return open_through(reinterpret_cast<void*>(next), handed, false, [&] { return next(handed, mode); });
 }
 
 bool came_back(const char* file, const void* next) {
@@ -187,28 +229,108 @@ bool came_back(const char* file, const void* next) {
 // lose the name asked for.
 bool passing_through(const char* file) { return file && file == t_forwarded_file; }
 
-// The model's answer `r` for dlopen(file, mode), carried out through `next`.
-void* open_answer(void* (*next)(const char*, int), const char* file, int mode, const Resolution& r) {
-    auto id = reinterpret_cast<void*>(next);
+// Lets glibc learn what the model's search learnt (Resolution::
+// record_changed): glibc's own dlopen runs the same search for the true
+// caller, with RTLD_NOLOAD, so it loads nothing.  It is called from a return
+// point in the caller's object, as the dlsym hooks ask glibc
+// (hooks/as_caller.h), so glibc searches the caller's lists.  Without a
+// return point (a shadow stack), glibc's record stays behind the model's.
+// True when glibc was asked (its dlerror() then holds its own answer).
+bool let_glibc_search(const Request& q, const Resolution& r) {
+    if (!r.record_changed || q.lmid != LM_ID_BASE || std::strchr(q.file, '/')) return false;
+    ldshim_dlopen_fn glibc = host::libc_dlopen_function();
+    std::optional<hooks::ReturnPoint> rp = glibc ? hooks::return_point_in(q.caller) : std::nullopt;
+    if (!rp) return false;
+    const auto mode = static_cast<std::uintptr_t>(RTLD_LAZY | RTLD_NOLOAD);
+    void* h = hooks::call_from(*rp, reinterpret_cast<void*>(glibc), const_cast<char*>(q.file),
+                               reinterpret_cast<const void*>(mode), nullptr);
+    if (h) dlclose(h);  // already loaded: it took a reference
+    return true;
+}
+
+// The model's answer `r`, carried out through `next`.
+void* open_answer(const Request& q, const Resolution& r) {
+    const bool base = q.lmid == LM_ID_BASE;
+    set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
+    const bool glibc_searched = let_glibc_search(q, r);
     switch (r.kind) {
         case Resolution::Kind::loaded:
             // By its own name: glibc returns the same object, one more reference.
-            t_error_set = false;
-            return next(r.path.empty() ? nullptr : r.path.c_str(), mode);
+            return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
         case Resolution::Kind::found:
-            t_error_set = false;
-            return open_through(id, r.path.c_str(), true, [&] { return next(r.path.c_str(), mode); });
+            // A new namespace is not the model's: nothing there to follow.
+            return open_through(q, r.path.c_str(), q.mode, base);
         case Resolution::Kind::not_found:
-            set_error(r.error);
             // Leave glibc's own dlerror() with the same text: the same name
             // with RTLD_NOLOAD fails the same way when glibc, asked from
             // here, finds nothing either -- and loads nothing if it does.
-            if (!r.error.empty())
-                if (void* h = open_through(id, file, false, [&] { return next(file, mode | RTLD_NOLOAD); })) dlclose(h);
+            if (base && !r.error.empty() && !glibc_searched)
+                if (void* h = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(h);
             return nullptr;
         case Resolution::Kind::unresolved: break;
     }
-    return next(file, mode);
+    return q.open(q.file, q.mode);
+}
+
+// A request the fast path did not answer: asked of the model.
+[[gnu::noinline]] Verdict dlopen_searched(const Request& q, void** handle) {
+    const bool base = q.lmid == LM_ID_BASE;
+    Resolution r;
+    if (!decide(q.dlmopen() ? "dlmopen" : "dlopen", q.caller, q.file, q.mode, !base, q.next_id(), r)) {
+        if (r.kind != Resolution::Kind::unresolved) return Verdict::go_on;  // off, or re-entered
+        if (q.report_unresolved) set_error(r.error);
+        return Verdict::unresolved;
+    }
+    *handle = open_answer(q, r);
+    return Verdict::answered;
+}
+
+// The one dlopen core, under every C function and entry of ldshim's dlopen
+// and dlmopen.  A call that a wrapper sends straight back (it saved
+// ldshim's entry as its original) goes to glibc instead of round again.
+// The base namespace is dlopen's.  A fresh namespace is empty, so its
+// search depends only on the caller and the process-wide state: ldshim can
+// answer it.  An existing other namespace is invisible to ldshim: glibc
+// decides.
+inline Verdict dlopen_core(const Request& q, void** handle) {
+    if (came_back(q.file, q.next_id())) return Verdict::to_glibc;
+    if (passing_through(q.file)) return Verdict::go_on;
+    const bool base = q.lmid == LM_ID_BASE;
+    if (!base && q.lmid != LM_ID_NEWLM) return Verdict::go_on;
+    if (const char* handed = nullptr; base && loaded_fast(q.file, handed)) {
+        set_error(kNoError);
+        // Loaded, and glibc knows it by the very name asked for: glibc's own
+        // dlopen, reached unchanged, finds it by that name before any
+        // search, whoever calls -- and the call leaves ldshim's frames.
+        if (handed == q.file && q.glibc_next()) return Verdict::as_asked;
+        *handle = open_through(q, handed, q.mode, false);
+        return Verdict::answered;
+    }
+    return dlopen_searched(q, handle);
+}
+
+// What a dlopen ldshim does not carry out goes on to: `f`, but glibc's own
+// dlopen rather than ldshim's wrapper of it, whose frame would become the
+// caller.
+ldshim_dlopen_fn unwrapped(ldshim_dlopen_fn f) {
+    if (f != host::libc_dlopen) return f;
+    ldshim_dlopen_fn own = host::libc_dlopen_function();
+    return own ? own : f;
+}
+
+// The decide form (ldshim.h: ldshim_dlopen_decide).
+ldshim_dlopen_fn dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode, void** handle) {
+    Request q{next ? next : host::libc_dlopen, nullptr, LM_ID_BASE, caller, file, mode};
+    switch (dlopen_core(q, handle)) {
+        case Verdict::answered: return nullptr;
+        case Verdict::as_asked:
+        case Verdict::to_glibc: return unwrapped(host::libc_dlopen);
+        default: return unwrapped(q.dlopen_next);
+    }
+}
+
+void* dlopen_via(ldshim_dlopen_fn next, const void* caller, const char* file, int mode) {
+    return decide_then_go_on([&](auto... a) { return dlopen_decide(next, caller, a...); }, file, mode);
 }
 
 }  // namespace
@@ -221,62 +343,31 @@ extern "C" {
 
 ldshim_dlopen_fn ldshim_dlopen_decide(ldshim_dlopen_fn next, const void* caller, const char* file, int mode,
                                       void** handle) {
-    if (!next) next = ldshim::host::libc_dlopen;
-    // What the call goes on to, unchanged: glibc's own dlopen rather than
-    // ldshim's wrapper of it, whose frame would become the caller.
-    auto go_on = [](ldshim_dlopen_fn f) {
-        if (f != ldshim::host::libc_dlopen) return f;
-        ldshim_dlopen_fn own = ldshim::host::libc_dlopen_function();
-        return own ? own : f;
-    };
-    // ldshim's own forwarding, back through a wrapper that took ldshim's entry
-    // for the original: glibc's, not round again.
-    if (came_back(file, reinterpret_cast<void*>(next))) return go_on(ldshim::host::libc_dlopen);
-    if (passing_through(file)) return go_on(next);
-    if (const char* handed = nullptr; loaded_fast(file, handed)) {
-        t_error_set = false;
-        *handle = open_loaded(next, handed, mode);
-        return nullptr;
-    }
-    Resolution r;
-    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) return go_on(next);
-    *handle = open_answer(next, file, mode, r);
-    return nullptr;
+    return dlopen_decide(next, caller, file, mode, handle);
 }
 
 void* ldshim_dlopen_via(void* (*next)(const char*, int), const void* caller, const char* file, int mode) {
-    void* handle = nullptr;
-    ldshim_dlopen_fn go_on = ldshim_dlopen_decide(next, caller, file, mode, &handle);
-    return go_on ? go_on(file, mode) : handle;
+    return dlopen_via(next, caller, file, mode);
 }
 
 ldshim_status ldshim_dlopen_try(void* (*next)(const char*, int), const void* caller, const char* file, int mode,
                                 void** handle) {
     if (!file || !handle) return LDSHIM_ERR_INVALID_ARGUMENT;
-    if (!next) next = ldshim::host::libc_dlopen;
-    // ldshim's own forwarding coming back through the caller: not ldshim's to answer.
-    if (came_back(file, reinterpret_cast<void*>(next)) || passing_through(file)) return LDSHIM_ERR_UNSUPPORTED;
-    if (const char* handed = nullptr; loaded_fast(file, handed)) {
-        t_error_set = false;
-        *handle = open_loaded(next, handed, mode);
-        return LDSHIM_OK;
+    Request q{next ? next : ldshim::host::libc_dlopen, nullptr, LM_ID_BASE, caller, file, mode, true};
+    switch (dlopen_core(q, handle)) {
+        case Verdict::answered: return LDSHIM_OK;
+        case Verdict::as_asked: *handle = unwrapped(ldshim::host::libc_dlopen)(file, mode); return LDSHIM_OK;
+        case Verdict::unresolved: return LDSHIM_ERR_SYSTEM;
+        default: return LDSHIM_ERR_UNSUPPORTED;  // off, re-entered, or its own forwarding come back
     }
-    Resolution r;
-    if (!decide("dlopen", caller, file, mode, false, reinterpret_cast<void*>(next), r)) {
-        if (r.kind != Resolution::Kind::unresolved) return LDSHIM_ERR_UNSUPPORTED;  // off, or re-entered
-        set_error(r.error);
-        return LDSHIM_ERR_SYSTEM;
-    }
-    *handle = open_answer(next, file, mode, r);
-    return LDSHIM_OK;
 }
 
 void* ldshim_dlopen_from(const void* caller, const char* file, int mode) {
-    return ldshim_dlopen_via(ldshim::host::libc_dlopen, caller, file, mode);
+    return dlopen_via(ldshim::host::libc_dlopen, caller, file, mode);
 }
 
 void* ldshim_dlopen(const char* file, int mode) {
-    return ldshim_dlopen_via(ldshim::host::libc_dlopen, __builtin_return_address(0), file, mode);
+    return dlopen_via(ldshim::host::libc_dlopen, __builtin_return_address(0), file, mode);
 }
 
 ldshim_dlmopen_fn ldshim_dlmopen_decide(ldshim_dlmopen_fn next, long lmid, const void* caller, const char* file,
@@ -286,39 +377,23 @@ ldshim_dlmopen_fn ldshim_dlmopen_decide(ldshim_dlmopen_fn next, long lmid, const
         *handle = nullptr;  // no dlmopen in this process to go on to
         return nullptr;
     }
-    Resolution r;
-    if (lmid == LM_ID_BASE) {
-        // The base namespace is dlopen's; `next` still makes the final call.
-        if (came_back(file, reinterpret_cast<void*>(next)) || passing_through(file) ||
-            !decide("dlmopen", caller, file, mode, false, reinterpret_cast<void*>(next), r))
-            return next;
-    } else if (lmid != LM_ID_NEWLM || !decide("dlmopen", caller, file, mode, true, reinterpret_cast<void*>(next), r)) {
-        // A fresh namespace is empty, so its search depends only on the
-        // caller and the process-wide state: ldshim can answer it.  An
-        // existing other namespace is invisible to ldshim: glibc decides.
-        return next;
+    Request q{nullptr, next, lmid, caller, file, mode};
+    switch (dlopen_core(q, handle)) {
+        case Verdict::answered: return nullptr;
+        case Verdict::as_asked:
+        case Verdict::to_glibc: {
+            ldshim_dlmopen_fn own = ldshim::host::libc_dlmopen_function();
+            return own ? own : next;
+        }
+        default: return next;
     }
-    if (r.kind == Resolution::Kind::not_found) {
-        set_error(r.error);
-        *handle = nullptr;
-        return nullptr;
-    }
-    t_error_set = false;
-    if (lmid != LM_ID_BASE) {
-        *handle = next(LM_ID_NEWLM, r.path.c_str(), mode);
-        return nullptr;
-    }
-    const char* path = r.kind == Resolution::Kind::loaded && r.path.empty() ? nullptr : r.path.c_str();
-    *handle = open_through(reinterpret_cast<void*>(next), path, r.kind == Resolution::Kind::found,
-                           [&] { return next(lmid, path, mode); });
-    return nullptr;
 }
 
 void* ldshim_dlmopen_via(void* (*next)(long, const char*, int), long lmid, const void* caller, const char* file,
                          int mode) {
-    void* handle = nullptr;
-    ldshim_dlmopen_fn go_on = ldshim_dlmopen_decide(next, lmid, caller, file, mode, &handle);
-    return go_on ? go_on(lmid, file, mode) : handle;
+    return ldshim::decide_then_go_on(
+        [&](long l, const char* f, int m, void** h) { return ldshim_dlmopen_decide(next, l, caller, f, m, h); }, lmid,
+        file, mode);
 }
 
 void* ldshim_dlmopen_from(long lmid, const void* caller, const char* file, int mode) {
@@ -330,13 +405,9 @@ ldshim_status ldshim_resolve(const void* caller, const char* file, int mode, cha
     Resolution r;
     if (!ask_model(caller, file, mode, false, false, r))
         return t_inside ? LDSHIM_ERR_UNSUPPORTED : LDSHIM_ERR_NO_MEMORY;
-    if (r.kind == Resolution::Kind::unresolved) {
+    if (r.kind == Resolution::Kind::unresolved || r.kind == Resolution::Kind::not_found) {
         set_error(r.error);
-        return LDSHIM_ERR_SYSTEM;
-    }
-    if (r.kind == Resolution::Kind::not_found) {
-        set_error(r.error);
-        return LDSHIM_ERR_NOT_FOUND;
+        return r.kind == Resolution::Kind::unresolved ? LDSHIM_ERR_SYSTEM : LDSHIM_ERR_NOT_FOUND;
     }
     if (r.path.size() + 1 > size) return LDSHIM_ERR_BUFFER_TOO_SMALL;
     std::memcpy(path, r.path.c_str(), r.path.size() + 1);

@@ -18,8 +18,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -124,16 +126,39 @@ struct FastSlot {
     std::atomic<const char*> handed{nullptr};
     std::atomic<unsigned long long> adds{0};
     std::atomic<unsigned int> nloaded{0};
+    // The name's NameKey (below).
+    std::atomic<std::size_t> len{0};
+    std::atomic<std::uint64_t> head{0}, tail{0};
 };
-constexpr std::size_t kFastSlots = 256;
-FastSlot g_fast[kFastSlots];
+constexpr unsigned kFastSlotBits = 8;
+FastSlot g_fast[std::size_t{1} << kFastSlotBits];
 constexpr std::size_t kMaxInterned = 4096;  // beyond this, no new fast answers
 
-std::size_t slot_of(const char* name) noexcept {
-    std::size_t h = 14695981039346656037ull;  // FNV-1a
-    for (; *name; ++name) h = (h ^ static_cast<unsigned char>(*name)) * 1099511628211ull;
-    return h % kFastSlots;
-}
+// A name as the fast path compares it: its length and its first and last
+// eight bytes (zero-padded when shorter), which for a name of up to 16
+// bytes is the whole name; a longer one compares its middle too.  One
+// strlen and two loads, where a hash of every byte is a chain of
+// multiplications as long as the name.
+struct NameKey {
+    std::size_t len = 0;
+    std::uint64_t head = 0, tail = 0;
+
+    explicit NameKey(const char* s) noexcept : len(std::strlen(s)) {
+        if (len >= 8) {
+            std::memcpy(&head, s, 8);
+            std::memcpy(&tail, s + len - 8, 8);
+        } else {
+            for (std::size_t i = 0; i < len; ++i) head |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
+        }
+    }
+    std::size_t slot() const noexcept {
+        return ((head ^ std::rotl(tail, 29) ^ len) * 0x9e3779b97f4a7c15ull) >> (64 - kFastSlotBits);
+    }
+    // Whether `name` (whose key is this one's fields) is `s`, whose key this is.
+    bool same(std::size_t n, std::uint64_t h, std::uint64_t t, const char* name, const char* s) const noexcept {
+        return n == len && h == head && t == tail && (len <= 16 || std::memcmp(name + 8, s + 8, len - 16) == 0);
+    }
+};
 
 // Whether glibc answers `name` from its list of loaded objects alone: one
 // of the object's names (l_name, l_libname, its SONAME) is exactly `name`,
@@ -285,11 +310,12 @@ void LiveProcess::read_cache_locked() {
     if (r.image) cache_version_ = read;
 }
 
-void LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
-    if (engine_->cache_lookups() != lookups_before && !cache_.usable()) {
-        cache_failed_ = true;
-        cache_ = LdCache();
-    }
+// True when glibc has just given the cache up, for good.
+bool LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
+    if (cache_failed_ || engine_->cache_lookups() == lookups_before || cache_.usable()) return false;
+    cache_failed_ = true;
+    cache_ = LdCache();
+    return true;
 }
 
 // The loader's generation from its own words, or false when it cannot be read
@@ -324,7 +350,8 @@ bool LiveProcess::loaded_fast(const char* file, const char*& handed) const noexc
     if (!words_ok_.load(std::memory_order_acquire)) return false;
     Generation now;
     if (!read_generation(now)) return false;
-    const FastSlot& s = g_fast[slot_of(file)];
+    const NameKey key(file);
+    const FastSlot& s = g_fast[key.slot()];
     unsigned seq = s.seq.load(std::memory_order_acquire);
     if (seq & 1u) return false;
     // Acquire loads (no fences, which ThreadSanitizer cannot follow): a field
@@ -333,9 +360,11 @@ bool LiveProcess::loaded_fast(const char* file, const char*& handed) const noexc
     const char* name = s.name.load(std::memory_order_acquire);
     const char* p = s.handed.load(std::memory_order_acquire);
     Generation at{s.adds.load(std::memory_order_acquire), s.nloaded.load(std::memory_order_acquire)};
+    std::size_t len = s.len.load(std::memory_order_acquire);
+    std::uint64_t head = s.head.load(std::memory_order_acquire), tail = s.tail.load(std::memory_order_acquire);
     if (s.seq.load(std::memory_order_relaxed) != seq) return false;
-    if (!name || !(at == now) || std::strcmp(name, file) != 0) return false;
-    handed = p;
+    if (!name || !(at == now) || !key.same(len, head, tail, name, file)) return false;
+    handed = p == name ? file : p;
     return true;
 }
 
@@ -360,10 +389,14 @@ void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
     // with the path, as the model's own answer is.
     const bool glibc_knows = o.name == name || (o.facts.soname && *o.facts.soname == name);
     const char* handed = main ? nullptr : glibc_knows ? n : path;
-    FastSlot& s = g_fast[slot_of(n)];
+    const NameKey key(n);
+    FastSlot& s = g_fast[key.slot()];
     unsigned seq = s.seq.load(std::memory_order_relaxed);
     s.seq.store(seq + 1, std::memory_order_relaxed);  // ordered before the fields by their release
     s.name.store(n, std::memory_order_release);
+    s.len.store(key.len, std::memory_order_release);
+    s.head.store(key.head, std::memory_order_release);
+    s.tail.store(key.tail, std::memory_order_release);
     s.handed.store(handed, std::memory_order_release);
     s.adds.store(synced_.adds, std::memory_order_release);
     s.nloaded.store(synced_.nloaded, std::memory_order_release);
@@ -674,8 +707,10 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const std::size_t before = engine_->objects().size();
     read_cache_locked();
     const std::uint64_t lookups = engine_->cache_lookups();
+    const std::uint64_t changes = engine_->record_changes();
     MapOutcome m = engine_->dlopen(req);
-    note_cache_use_locked(lookups);
+    const bool cache_failed = note_cache_use_locked(lookups);
+    r.record_changed = cache_failed || engine_->record_changes() != changes;
     note_added(before);
     if (new_namespace) {
         Resolution out;

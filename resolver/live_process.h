@@ -37,6 +37,11 @@ struct Resolution {
     // For logs: the calling object and the rule that decided.
     std::string caller;
     const char* rule = "";
+    // The search learnt something glibc records and keeps (a directory's
+    // status, a dropped list, an unusable cache).  glibc learns it only by
+    // running the same search itself: handed a path, it would not, and its
+    // own later searches (the new object's dependencies) would differ.
+    bool record_changed = false;
 };
 
 class LiveProcess {
@@ -139,7 +144,7 @@ private:
     bool opened_went_alone_locked();
     void forget_pending_locked();
     void read_cache_locked();
-    void note_cache_use_locked(std::uint64_t lookups_before);
+    bool note_cache_use_locked(std::uint64_t lookups_before);
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;

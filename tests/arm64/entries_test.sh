@@ -1,6 +1,6 @@
 #!/bin/sh
-# aarch64's jump entries (hooks/dlopen_entry.h, the dlsym trampolines of
-# hooks/interpose.cc), under qemu-user: whatever ldshim answers or passes
+# aarch64's jump entries (resolver/dlopen_entry.h, the dlsym trampolines of
+# resolver/front_entries.cc), under qemu-user: whatever ldshim answers or passes
 # on, glibc must still see the real caller.
 #   [ARM64_ROOT=ROOT] tests/arm64/entries_test.sh BUILD_ARM64|ARM64_INSTALL_TREE
 # BUILD_ARM64 is an aarch64 build (scripts/cross-aarch64.sh).  Checks, each

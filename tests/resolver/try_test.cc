@@ -35,6 +35,15 @@ void* returning_dlopen(const char* file, int mode) {
 
 const void* in_main_program() { return reinterpret_cast<const void*>(&counting_dlopen); }
 
+// The same for dlmopen: a `next` that hands every call to ldshim's dlmopen,
+// with itself as next, as a wrapper that saved ldshim's entry as its
+// "original" would; it gives up after a few rounds.
+int g_rounds = 0;
+void* returning_dlmopen(long lmid, const char* file, int mode) {
+    if (++g_rounds > 3) return nullptr;
+    return ldshim_dlmopen_via(returning_dlmopen, lmid, in_main_program(), file, mode);
+}
+
 }  // namespace
 
 TEST(DlopenTry, an_answer_is_carried_out_through_next_and_the_handle_is_what_dlopen_returns) {
@@ -96,6 +105,14 @@ TEST(DlopenTry, its_own_forwarding_coming_back_is_declined_not_answered_again) {
     ASSERT_EQ(ldshim_dlopen_try(returning_dlopen, in_main_program(), "libbz2.so.1.0", RTLD_NOW, &h), LDSHIM_OK);
     EXPECT_NE(h, nullptr);
     EXPECT_EQ(g_inner, LDSHIM_ERR_UNSUPPORTED) << "the call that came back through next";
+    if (h) dlclose(h);
+}
+
+TEST(DlmopenVia, its_own_forwarding_coming_back_goes_to_glibc_not_round_again) {
+    g_rounds = 0;
+    void* h = ldshim_dlmopen_via(returning_dlmopen, LM_ID_BASE, in_main_program(), "libbz2.so.1.0", RTLD_NOW);
+    EXPECT_NE(h, nullptr) << "glibc's own dlmopen opened what ldshim forwarded";
+    EXPECT_EQ(g_rounds, 1) << "the forwarded call came back once, and went to glibc";
     if (h) dlclose(h);
 }
 

@@ -1,11 +1,12 @@
-// One recipe for every dlopen-shaped entry of ldshim (the front entry written
-// into import slots, the preload's exported dlopen): the entry asks a C
-// function whether ldshim answers the call; if it does not, the entry goes on
-// by a jump, not a call, so that the function it goes on to -- glibc's dlopen
-// above all -- finds the entry's own caller at its return address and
-// searches from that object, exactly as without ldshim.  (A call from C would
-// leave ldshim's frame there, and glibc would search from libldshim's lists:
-// switched off or declining, ldshim would still change the search.)
+// One recipe for every dlopen-shaped entry of ldshim (the front entries
+// written into import slots, the preload's exported dlopen and dlmopen): the
+// entry asks a C function whether ldshim answers the call; if it does not,
+// the entry goes on by a jump, not a call, so that the function it goes on
+// to -- glibc's dlopen above all -- finds the entry's own caller at its
+// return address and searches from that object, exactly as without ldshim.
+// (A call from C would leave ldshim's frame there, and glibc would search
+// from libldshim's lists: switched off or declining, ldshim would still
+// change the search.)
 //
 //   extern "C" [[gnu::visibility("hidden")]]
 //   ldshim_dlopen_fn DECIDE(const void* caller, const char* file, int mode, void** handle);
@@ -13,12 +14,14 @@
 // returns nullptr when it carried the call out (what dlopen returns is in
 // *handle), else the function to jump to with (file, mode) unchanged.
 // LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN) defines NAME; HIDDEN is 1 for an
-// entry only ldshim refers to.  LDSHIM_ENTRY3 is the same for a function of
-// three word-sized arguments (a, b, c), whose DECIDE takes (caller, a, b, c,
-// result): dlmopen(lmid, file, mode), dlvsym(handle, name, version), and
-// dlsym(handle, name), whose third register is passed on as it came.  Where
-// no recipe is written for the machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0 and an
-// entry must call instead.
+// entry only ldshim refers to.  LDSHIM_DLMOPEN_ENTRY is the same for
+// dlmopen(lmid, file, mode), whose DECIDE takes (caller, lmid, file, mode,
+// handle).  LDSHIM_ENTRY3 is the jump for any function of three word-sized
+// arguments (a, b, c), whose DECIDE takes (caller, a, b, c, result):
+// dlmopen, dlvsym(handle, name, version), and dlsym(handle, name), whose
+// third register is passed on as it came.  Where no jump is written for the
+// machine, LDSHIM_HAVE_DLOPEN_ENTRY is 0, the dlopen and dlmopen entries
+// call instead (decide_then_go_on), and LDSHIM_ENTRY3 is not defined.
 #pragma once
 
 #if defined(__x86_64__)
@@ -88,6 +91,7 @@
 // clang-format on
 #define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
 #define LDSHIM_ENTRY_HIDE_0(NAME) ""
+#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN) LDSHIM_ENTRY3(NAME, DECIDE, HIDDEN)
 #elif defined(__aarch64__)
 #define LDSHIM_HAVE_DLOPEN_ENTRY 1
 // The caller's return address is x30 on entry.  Both entries keep a 48-byte
@@ -159,6 +163,34 @@
 // clang-format on
 #define LDSHIM_ENTRY_HIDE_1(NAME) ".hidden " #NAME "\n"
 #define LDSHIM_ENTRY_HIDE_0(NAME) ""
+#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN) LDSHIM_ENTRY3(NAME, DECIDE, HIDDEN)
 #else
 #define LDSHIM_HAVE_DLOPEN_ENTRY 0
+#define LDSHIM_ENTRY_VISIBILITY_1 [[gnu::visibility("hidden")]]
+#define LDSHIM_ENTRY_VISIBILITY_0 [[gnu::visibility("default")]]
+#define LDSHIM_DLOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                                             \
+    extern "C" LDSHIM_ENTRY_VISIBILITY_##HIDDEN void* NAME(const char* file, int mode) {                      \
+        const void* caller = __builtin_return_address(0);                                                     \
+        return ::ldshim::decide_then_go_on([caller](auto... a) { return DECIDE(caller, a...); }, file, mode); \
+    }
+#define LDSHIM_DLMOPEN_ENTRY(NAME, DECIDE, HIDDEN)                                                                  \
+    extern "C" LDSHIM_ENTRY_VISIBILITY_##HIDDEN void* NAME(long lmid, const char* file, int mode) {                 \
+        const void* caller = __builtin_return_address(0);                                                           \
+        return ::ldshim::decide_then_go_on([caller](auto... a) { return DECIDE(caller, a...); }, lmid, file, mode); \
+    }
 #endif
+
+namespace ldshim {
+
+// The recipe's C form, for a call that has no caller of its own to keep
+// (ldshim_dlopen_via and friends) and for the entries where no jump is
+// written: `decide(args..., &handle)` either carried the call out (nullptr;
+// the answer in handle) or names the function that takes it, unchanged.
+template <class Decide, class... Args>
+inline void* decide_then_go_on(Decide&& decide, Args... args) {
+    void* handle = nullptr;
+    auto go_on = decide(args..., &handle);
+    return go_on ? go_on(args...) : handle;
+}
+
+}  // namespace ldshim
