@@ -304,9 +304,225 @@ std::string join(const std::vector<std::string>& v, char sep) {
     return s;
 }
 
+// A list element relative to the working directory, for a chdir to move:
+// "d0", "./d0", "../d0", "../../d1/e".
+std::string relative_element(Rng& r, const Shape& s) {
+    static const std::vector<std::string> ups{"", "./", "../", "../../"};
+    return r.pick(ups) + r.pick(s.spellings);
+}
+
+// Relative elements in one or two of the lists glibc fixed at start-up
+// (LD_LIBRARY_PATH) or reads from the object (RPATH, RUNPATH).
+void add_relative_elements(Rng& r, const Shape& s, GenTree& t) {
+    for (std::size_t i = 0, n = r.below(3); i < n; ++i) {
+        std::size_t which = r.below(t.libs.size() + 3);
+        PathList& pl = which < t.libs.size()    ? (r.chance(50) ? t.libs[which].rpath : t.libs[which].runpath)
+                       : which == t.libs.size() ? (t.exe_runpath ? t.exe_runpath : t.exe_rpath)
+                                                : t.ld_library_path;
+        if (!pl) pl.emplace();
+        pl->insert(pl->begin() + static_cast<std::ptrdiff_t>(r.below(pl->size() + 1)), relative_element(r, s));
+    }
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// The missing directories (m0..m2) the tree's lists name.
+std::vector<std::string> named_missing(const GenTree& t) {
+    std::vector<std::string> out;
+    auto scan = [&](const PathList& pl) {
+        if (pl)
+            for (const auto& e : *pl)
+                if (e.size() >= 4 && e.starts_with("@/m") && e.find('/', 2) == std::string::npos)
+                    out.push_back(e.substr(2));
+    };
+    for (const auto& l : t.libs) {
+        scan(l.rpath);
+        scan(l.runpath);
+    }
+    for (const PathList* pl : {&t.exe_rpath, &t.exe_runpath, &t.ld_library_path}) scan(*pl);
+    return out;
+}
+
+// A directory an event creates, copies into or changes to: the tree's own,
+// ones its lists name but nobody made (m0..m2; glibc remembers them missing
+// once it has looked), subdirectories the loader tries, a tree directory
+// inside another (for relative elements after a chdir).
+std::string event_dir(Rng& r, const Shape& s, const GenTree& t) {
+    std::size_t roll = r.below(100);
+    if (roll < 30) return r.pick(s.dirs);
+    if (roll < 55) {
+        std::vector<std::string> named = named_missing(t);
+        return !named.empty() && r.chance(75) ? r.pick(named) : "m" + std::to_string(r.below(3));
+    }
+    if (roll < 80) {
+        std::string sub = r.pick(s.names->subdirs);
+        return r.pick(s.dirs) + "/" + sub.substr(0, sub.size() - 1);
+    }
+    return r.pick(s.dirs) + "/" + r.pick(s.dirs);
+}
+
+// mkdir of `dir` and each missing parent, as `mkdir -p` would (an existing
+// one answers EEXIST, which both runs print alike).
+void make_dirs(const std::string& dir, std::vector<GenOp>& out) {
+    for (std::size_t at = dir.find('/'); at != std::string::npos; at = dir.find('/', at + 1))
+        out.push_back({'M', "", "@/" + dir.substr(0, at)});
+    out.push_back({'M', "", "@/" + dir});
+}
+
+// The names of the libraries in `dir` (tree-relative), as a dlopen or a
+// search asks for them.
+std::vector<std::string> names_in(const GenTree& t, const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& l : t.libs)
+        if (dirname_of(l.file) == dir) {
+            names.push_back(base_name(l.file));
+            if (!l.soname.empty()) names.push_back(l.soname);
+        }
+    return names;
+}
+
+// Paths relative to the working directory `dir` (tree-relative) of the
+// libraries below it and in the tree: "./sub/libx.so", "sub/libx.so",
+// "../d0/libx.so".
+std::vector<std::string> relative_names(const GenTree& t, const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& l : t.libs) {
+        if (dir.empty() || dir == ".") names.push_back("./" + l.file);
+        if (!dir.empty() && l.file.starts_with(dir + "/")) {
+            names.push_back(l.file.substr(dir.size() + 1));
+            names.push_back("./" + l.file.substr(dir.size() + 1));
+        }
+        if (!dir.empty() && dir.find('/') == std::string::npos) names.push_back("../" + l.file);
+    }
+    return names;
+}
+
+// The environment: one of the variables glibc reads at start-up only,
+// changed in one of the ways a program can.
+GenOp env_event(Rng& r, const Shape& s, const GenTree& t, std::vector<std::string>& focus) {
+    static const std::vector<std::string> vars{"LD_LIBRARY_PATH", "LD_PRELOAD", "LD_ORIGIN_PATH"};
+    const std::string& var = r.pick(vars);
+    std::string value =
+        var == "LD_PRELOAD" ? r.pick(s.logicals).request : join(*path_list(r, s, dirname_of(t.exe)), ':');
+    std::string how(1, "supcr"[r.below(5)]);
+    std::string arg = how == "u" ? var : how == "c" ? "" : var + "=" + value;
+    if (how == "r" && r.chance(25)) arg.clear();  // an empty environment
+    focus.push_back(r.pick(s.logicals).request);
+    return {'E', how, arg};
+}
+
+// Files and directories: made, filled, removed or renamed away.
+void file_event(Rng& r, const Shape& s, const GenTree& t, std::vector<GenOp>& out, std::vector<std::string>& focus) {
+    if (r.chance(60)) {
+        std::string dir = event_dir(r, s, t);
+        if (r.chance(70)) make_dirs(dir, out);
+        const std::string& file = r.pick(s.lib_files);
+        std::string dest = r.chance(60) ? base_name(file) : r.pick(s.logicals).file;
+        out.push_back({'P', "@/" + file, "@/" + dir + "/" + dest});
+        focus = {dest, "@/" + dir + "/" + dest};
+        return;
+    }
+    bool file = r.chance(65);
+    std::string what = file ? r.pick(s.lib_files) : r.pick(s.dirs);
+    if (r.chance(50))
+        out.push_back({'R', "", "@/" + what});
+    else
+        out.push_back({'V', "@/" + what, "@/" + (r.chance(50) ? what + ".away" : "m" + std::to_string(r.below(3)))});
+    focus = file ? names_in(t, dirname_of(what)) : names_in(t, what);
+}
+
+// The cache replaced (as ldconfig does) or removed; after a removal, often
+// a call that needs the cache and then the new cache in place (glibc keeps
+// a cache it failed to open failed).
+void cache_event(Rng& r, const Shape& s, GenTree& t, std::vector<GenOp>& out, std::vector<std::string>& focus) {
+    if (t.cache_dirs.empty()) t.cache_dirs.push_back(r.pick(s.spellings));
+    t.cache_in_etc = true;
+    if (t.cache_next_dirs.empty())
+        for (const auto& d : s.spellings)
+            if (r.chance(50)) t.cache_next_dirs.push_back(d);
+    for (const auto& d : r.chance(70) ? t.cache_next_dirs : t.cache_dirs)
+        for (auto& n : names_in(t, d)) focus.push_back(std::move(n));
+    const GenOp install{'P', "@/etc/ld.so.cache.1", "@/etc/ld.so.cache"};
+    if (r.chance(70)) {
+        out.push_back(install);
+        return;
+    }
+    out.push_back({'R', "", "@/etc/ld.so.cache"});
+    if (r.chance(50)) {
+        out.push_back({'o', "", r.pick(s.logicals).request});
+        out.push_back(install);
+    }
+}
+
+// One event, and the calls that would see what it changed (mostly asking
+// for what it changed: `focus`).
+std::vector<GenOp> one_event(Rng& r, const Shape& s, GenTree& t, bool with_cache) {
+    std::vector<GenOp> out;
+    std::vector<std::string> focus;
+    std::size_t roll = r.below(100);
+    if (roll < 22) {
+        out.push_back(env_event(r, s, t, focus));
+    } else if (roll < 42) {
+        static const std::vector<std::string> fixed{"..", "@/.", "@/m0", "@/afile", "@/bin", "."};
+        std::string dir = r.chance(60) ? r.pick(s.spellings) : r.pick(fixed);
+        focus = relative_names(t, dir.starts_with("@/") ? dir.substr(2) : dir);
+        if (r.chance(50) && dir.find('.') != 0 && dir[0] != '@') dir = "@/" + dir;
+        out.push_back({'D', "", dir});
+    } else if (roll < 74) {
+        file_event(r, s, t, out, focus);
+    } else if (roll < 86 && with_cache) {
+        cache_event(r, s, t, out, focus);
+    } else {
+        // Two threads open the same name from the same caller: either order
+        // gives both the same object, so the output is deterministic.
+        std::string caller = t.ops.empty() || r.chance(40) ? "" : r.pick(t.ops).caller;
+        out.push_back({'t', caller, wanted(r, s, 10)});
+    }
+    for (std::size_t i = 0, n = r.below(4); i < n; ++i) {
+        std::string name = !focus.empty() && r.chance(65) ? r.pick(focus) : wanted(r, s, 10);
+        if (r.chance(15)) name = (r.chance(50) ? "./" : "") + r.pick(s.lib_files);
+        out.push_back({r.chance(15) ? 'n' : 'o', r.chance(70) || t.ops.empty() ? "" : r.pick(t.ops).caller, name});
+    }
+    return out;
+}
+
+// dlclose of an earlier open, then maybe the same open again; the open is
+// sometimes RTLD_NODELETE.
+void close_and_reopen(Rng& r, GenTree& t) {
+    std::vector<std::size_t> opens;
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        if (t.ops[i].kind == 'o' || t.ops[i].kind == 'z') opens.push_back(i);
+    if (opens.empty()) return;
+    std::size_t j = r.pick(opens);
+    if (r.chance(35)) t.ops[j].kind = 'z';
+    GenOp open = t.ops[j];
+    std::size_t at = j + 1 + r.below(t.ops.size() - j);
+    t.ops.insert(t.ops.begin() + static_cast<std::ptrdiff_t>(at), GenOp{'c', open.caller, open.name});
+    if (r.chance(70)) {
+        open.kind = r.chance(25) ? 'n' : 'o';
+        std::size_t again = at + 1 + r.below(t.ops.size() - at);
+        t.ops.insert(t.ops.begin() + static_cast<std::ptrdiff_t>(again), open);
+    }
+}
+
+// Process events among the calls, from a stream of their own.
+void make_events(std::uint64_t seed, const Shape& s, GenTree& t, bool with_cache) {
+    Rng r(seed ^ 0x6576656e7473ULL);
+    add_relative_elements(r, s, t);
+    for (std::size_t i = 0, n = 1 + r.below(4); i < n; ++i) {
+        if (r.chance(15)) {
+            close_and_reopen(r, t);
+            continue;
+        }
+        std::vector<GenOp> ev = one_event(r, s, t, with_cache);
+        auto at = t.ops.begin() + static_cast<std::ptrdiff_t>(r.below(t.ops.size() + 1));
+        t.ops.insert(at, ev.begin(), ev.end());
+    }
+}
+
 }  // namespace
 
-GenTree generate(std::uint64_t seed, bool with_cache, Machine machine) {
+GenTree generate(std::uint64_t seed, bool with_cache, Machine machine, bool events) {
     Rng r(seed);
     GenTree t;
     t.seed = seed;
@@ -335,8 +551,37 @@ GenTree generate(std::uint64_t seed, bool with_cache, Machine machine) {
         if (t.cache_dirs.empty()) t.cache_dirs.push_back(s.dirs[0]);
     }
     make_ops(r, s, t);
+    if (events) make_events(seed, s, t, with_cache);
     return t;
 }
+
+namespace {
+
+std::string describe_op(const GenTree& t, const GenOp& op) {
+    const std::string& caller = op.caller.empty() ? t.exe : op.caller;
+    switch (op.kind) {
+        case 'o': return "dlopen(" + op.name + ") from " + caller;
+        case 'n': return "dlopen-noload(" + op.name + ") from " + caller;
+        case 'z': return "dlopen-nodelete(" + op.name + ") from " + caller;
+        case 't': return "dlopen(" + op.name + ") from " + caller + " in two threads at once";
+        case 'c': return "dlclose(the latest dlopen(" + op.name + ") from " + caller + ")";
+        case 'D': return "chdir(" + op.name + ")";
+        case 'M': return "mkdir(" + op.name + ")";
+        case 'R': return "remove(" + op.name + ")";
+        case 'P': return "copy(" + op.caller + " -> " + op.name + ", written new then renamed)";
+        case 'V': return "rename(" + op.caller + " -> " + op.name + ")";
+    }
+    switch (op.caller.empty() ? '?' : op.caller[0]) {  // 'E'
+        case 's': return "setenv(" + op.name + ")";
+        case 'u': return "unsetenv(" + op.name + ")";
+        case 'p': return "putenv(" + op.name + ")";
+        case 'c': return "clearenv()";
+        case 'r': return "environ = {" + op.name + "}";
+    }
+    return "?";
+}
+
+}  // namespace
 
 std::string describe(const GenTree& t) {
     std::ostringstream o;
@@ -360,11 +605,12 @@ std::string describe(const GenTree& t) {
     if (t.ld_library_path) o << "  LD_LIBRARY_PATH='" << join(*t.ld_library_path, t.llp_sep) << "'\n";
     if (!t.preload.empty()) o << "  LD_PRELOAD='" << join(t.preload, t.preload_sep) << "'\n";
     if (!t.cache_dirs.empty()) o << "  private ld.so.cache over: " << join(t.cache_dirs, ' ') << "\n";
+    if (t.cache_in_etc)
+        o << "  (as @/etc/ld.so.cache, @/etc over /etc; @/etc/ld.so.cache.1 over: " << join(t.cache_next_dirs, ' ')
+          << ")\n";
     for (const auto& [link, target] : t.dir_links) o << "  dir " << link << " -> symbolic link to " << target << "\n";
     o << "  ops:";
-    for (const auto& op : t.ops)
-        o << " " << (op.kind == 'n' ? "dlopen-noload(" : "dlopen(") << op.name << ") from "
-          << (op.caller.empty() ? t.exe : op.caller) << ";";
+    for (const auto& op : t.ops) o << " " << describe_op(t, op) << ";";
     o << "\n";
     return o.str();
 }
@@ -388,7 +634,16 @@ std::vector<GenTree> reductions(const GenTree& t) {
     };
     for (std::size_t i = 0; i < t.libs.size(); ++i) with([&](GenTree& c) { c.libs.erase(c.libs.begin() + i); });
     for (std::size_t i = 0; i < t.ops.size(); ++i) with([&](GenTree& c) { c.ops.erase(c.ops.begin() + i); });
-    if (!t.cache_dirs.empty()) with([](GenTree& c) { c.cache_dirs.clear(); });
+    // Two threads down to one, RTLD_NODELETE down to a plain dlopen: whether
+    // the difference needs them.
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        if (t.ops[i].kind == 't' || t.ops[i].kind == 'z') with([&](GenTree& c) { c.ops[i].kind = 'o'; });
+    if (!t.cache_dirs.empty())
+        with([](GenTree& c) {
+            c.cache_dirs.clear();
+            c.cache_next_dirs.clear();
+            c.cache_in_etc = false;
+        });
     for (std::size_t i = 0; i < t.dir_links.size(); ++i)
         with([&](GenTree& c) { c.dir_links.erase(c.dir_links.begin() + static_cast<std::ptrdiff_t>(i)); });
     for (std::size_t i = 0; i < t.preload.size(); ++i)

@@ -2,7 +2,9 @@
 // graphs, RPATH/RUNPATH lists with tokens, empty, missing and non-directory
 // elements, glibc-hwcaps and legacy hwcap subdirectories, duplicate SONAMEs,
 // LD_LIBRARY_PATH, LD_PRELOAD and a private ld.so.cache, plus dlopen calls
-// from random objects.  Each tree runs under the real loader, through
+// from random objects and, in trees with events, the changes a process makes
+// between its calls (environment, working directory, files and directories,
+// the cache rewritten, dlclose, two threads).  Each tree runs under the real loader, through
 // ldsearch and through the runtime resolver; a difference is shrunk to a
 // small tree that still shows one.
 #pragma once
@@ -31,10 +33,20 @@ struct GenLibrary {
     std::string symlink_to;  // non-empty: a symbolic link to this library file instead
 };
 
+// A dlopen call, or a process event between calls (the driver's kinds,
+// fixtures/gen_driver.c).
 struct GenOp {
-    char kind = 'o';     // 'o' dlopen, 'n' RTLD_NOLOAD
-    std::string caller;  // "" = the main program, else a library's file
+    // Calls: 'o' dlopen, 'n' RTLD_NOLOAD, 'z' RTLD_NODELETE, 't' the same
+    // dlopen from two threads at once.  Events: 'c' dlclose of the latest
+    // open of `name` from `caller`; 'E' environment (`caller`: s setenv,
+    // u unsetenv, p putenv, c clearenv, r environ replaced; `name`:
+    // "NAME=VALUE" or NAME); 'D' chdir(name); 'M' mkdir(name); 'R' remove
+    // name and all it holds; 'P' copy caller to name (a new file renamed
+    // over it); 'V' rename(caller, name).
+    char kind = 'o';
+    std::string caller;  // calls and 'c': "" = the main program, else a library's file
     std::string name;    // may start with "@/"
+    bool is_call() const { return kind == 'o' || kind == 'n' || kind == 'z' || kind == 't'; }
 };
 
 struct GenTree {
@@ -55,6 +67,11 @@ struct GenTree {
     std::vector<std::string> preload;  // joined with preload_sep
     char preload_sep = ' ';
     std::vector<std::string> cache_dirs;  // non-empty: a private ld.so.cache of these
+    // The cache as @/etc/ld.so.cache, with @/etc over /etc (so that an event
+    // may replace or remove it as ldconfig does), and a second cache of
+    // cache_next_dirs at @/etc/ld.so.cache.1 for an event to put in place.
+    bool cache_in_etc = false;
+    std::vector<std::string> cache_next_dirs;
     std::vector<GenOp> ops;
 };
 
@@ -62,7 +79,10 @@ struct GenTree {
 // the loader tries in each directory, which the trees place libraries in
 // and name directories after.
 enum class Machine { x86_64, aarch64 };
-GenTree generate(std::uint64_t seed, bool with_cache, Machine machine);
+// `events`: process events among the operations, and what they need
+// (relative list elements, a second cache), drawn from a stream of their
+// own after the rest of the tree, which is the seed's tree without events.
+GenTree generate(std::uint64_t seed, bool with_cache, Machine machine, bool events = false);
 
 // The tree as people read it ("@" is the tree's root).
 std::string describe(const GenTree& t);

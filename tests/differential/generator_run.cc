@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #ifndef LDSEARCH_PATH
@@ -84,8 +85,11 @@ struct TreePlace {
         path = host.substr(sysroot.size());
     }
     ~TreePlace() {
-        if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(host));
+        if (!getenv("LDSHIM_KEEP_TREES")) sh("rm -rf " + quote(host) + " " + quote(snapshot()));
     }
+    // The tree as built, for trees whose events change it: each run starts
+    // from it again.
+    std::string snapshot() const { return host + ".orig"; }
     TreePlace(const TreePlace&) = delete;
     TreePlace& operator=(const TreePlace&) = delete;
     // A file of the tree, for this process.
@@ -96,6 +100,24 @@ struct TreePlace {
 namespace {
 
 std::string prog_arg(const GenTree& t) { return t.exe.find('/') == std::string::npos ? "./" + t.exe : t.exe; }
+
+// The private cache's file in the tree.
+std::string cache_file(const GenTree& t) { return t.cache_in_etc ? "etc/ld.so.cache" : "ld.so.cache"; }
+
+// Whether an event changes the tree's files, so that each run must start
+// from the tree as built.
+bool changes_files(const GenTree& t) {
+    return std::any_of(t.ops.begin(), t.ops.end(), [](const GenOp& op) { return std::strchr("MRPV", op.kind); });
+}
+
+// ldsearch models the environment fixed at start-up (an environment event
+// changes nothing it sees), but not a chdir, a file changing, a dlclose or
+// threads: it is given the operations before the first of those.
+std::size_t ldsearch_window(const GenTree& t) {
+    std::size_t n = 0;
+    while (n < t.ops.size() && std::strchr("onzE", t.ops[n].kind)) ++n;
+    return n;
+}
 
 // The environment both the program and ldsearch are given.
 std::vector<std::pair<std::string, std::string>> tree_env(const GenTree& t, const std::string& root) {
@@ -109,17 +131,22 @@ std::vector<std::pair<std::string, std::string>> tree_env(const GenTree& t, cons
 // test, with the tree's private ld.so.cache as /etc/ld.so.cache if it has
 // one.  In a sysroot: chrooted, with a /proc (the loader reads the program's
 // $ORIGIN from /proc/self/exe), in a mount namespace that ends with the run.
+// A cache that events replace is the tree's @/etc/ld.so.cache with @/etc
+// bind-mounted over /etc: a file bind-mounted over /etc/ld.so.cache would
+// keep its inode, so a new file renamed over it (as ldconfig writes) would
+// never show.
 std::string in_tree(const GenTree& t, const TreePlace& w, const std::string& body) {
-    std::string cache = t.cache_dirs.empty() ? "" : w.file("ld.so.cache");
+    std::string cache = t.cache_dirs.empty() ? "" : w.file(t.cache_in_etc ? "etc" : "ld.so.cache");
+    std::string over = t.cache_in_etc ? "/etc" : "/etc/ld.so.cache";
     std::string inner = "cd " + quote(w.path) + " && exec " + body;
     if (!w.sysroot.empty())
         return "unshare -m sh -c 'mount --make-rprivate / && mount -t proc proc \"$0/proc\" && "
-               "{ [ -z \"$1\" ] || mount --bind \"$1\" \"$0/etc/ld.so.cache\"; } && exec chroot \"$0\" /bin/sh -c "
+               "{ [ -z \"$1\" ] || mount --bind \"$1\" \"$0$3\"; } && exec chroot \"$0\" /bin/sh -c "
                "\"$2\"' " +
-               quote(w.sysroot) + " " + quote(cache) + " " + quote(inner);
+               quote(w.sysroot) + " " + quote(cache) + " " + quote(inner) + " " + quote(over);
     if (cache.empty()) return inner;
-    return "unshare -m sh -c 'mount --bind \"$0\" /etc/ld.so.cache && exec sh -c \"$1\"' " + quote(cache) + " " +
-           quote(inner);
+    return "unshare -m sh -c 'mount --bind \"$0\" \"$2\" && exec sh -c \"$1\"' " + quote(cache) + " " + quote(inner) +
+           " " + quote(over);
 }
 
 // The ldsearch under test: this build's, or LDSHIM_GEN_LDSEARCH (in a
@@ -181,7 +208,10 @@ struct Workshop::Runs {
     std::vector<std::string> emu_search, emu_results, emu_err;
     std::vector<std::string> resolver_out;
     std::vector<std::string> diff_out;
-    int real_status = 0, emu_status = 0, diff_status = 0;
+    // Every operation under the real loader (real_out when ldsearch is
+    // given them all).
+    std::vector<std::string> full_out;
+    int real_status = 0, emu_status = 0, diff_status = 0, full_status = 0;
     bool ran_resolver = false;
 };
 
@@ -250,21 +280,25 @@ std::string Workshop::build_script(const GenTree& t, const TreePlace& w) const {
         for (const auto& n : l.needed) add_word(s, quote(stub(n)));
     }
     if (auto d = dirname_of(t.exe); !d.empty()) s += "; mkdir -p " + quote(d);
-    s += "; " + cc_ + " -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
+    s += "; " + cc_ + " -pthread -o " + quote(t.exe) + " " + quote(dir_ + "/driver.o") + " -Wl,--no-as-needed";
     for (const auto& n : t.exe_needed) add_word(s, quote(stub(n)));
     s += paths(t.exe_rpath, t.exe_runpath, "-Wl,");
     if (t.exe_nodeflib) s += " -Wl,-z,nodefaultlib";
     // Before glibc 2.34 the driver's dlopen and dlinfo live in libdl.
     if (needs_libdl(sysroot_)) s += " -ldl";
-    if (!t.cache_dirs.empty()) {
+    auto cache = [&](const std::vector<std::string>& dirs, const std::string& file, const std::string& conf) {
         s += "; printf '%s\\n'";
-        for (const auto& d : t.cache_dirs) add_word(s, quote(root + "/" + d));
-        std::string ldconfig = "/sbin/ldconfig -X -C ld.so.cache -f ld.so.conf";
+        for (const auto& d : dirs) add_word(s, quote(root + "/" + d));
+        std::string ldconfig = "/sbin/ldconfig -X -C " + quote(file) + " -f " + quote(conf);
         if (!sysroot_.empty())
-            ldconfig = "chroot " + quote(sysroot_) + " /sbin/ldconfig -X -C " + quote(root + "/ld.so.cache") + " -f " +
-                       quote(root + "/ld.so.conf");
-        s += " > ld.so.conf; " + ldconfig + " 2>/dev/null";
-    }
+            ldconfig = "chroot " + quote(sysroot_) + " /sbin/ldconfig -X -C " + quote(root + "/" + file) + " -f " +
+                       quote(root + "/" + conf);
+        s += " > " + quote(conf) + "; " + ldconfig + " 2>/dev/null";
+    };
+    if (t.cache_in_etc) s += "; mkdir -p etc";
+    if (!t.cache_dirs.empty()) cache(t.cache_dirs, cache_file(t), "ld.so.conf");
+    if (t.cache_in_etc) cache(t.cache_next_dirs, "etc/ld.so.cache.1", "ld.so.conf.1");
+    if (changes_files(t)) s += "; cp -a . " + quote(w.snapshot());
     return s;
 }
 
@@ -295,12 +329,23 @@ std::vector<std::string> debug_search_lines(const std::string& prefix) {
     return lines;
 }
 
-// The driver's operations: "KIND:CALLER:NAME" with the caller's file path.
+// The tree as built again, before a run whose events change it.
+void restore(const GenTree& t, const TreePlace& w) {
+    if (changes_files(t))
+        sh("cd " + quote(w.host) + " && find . -mindepth 1 -maxdepth 1 ! -name .out -exec rm -rf {} + && cp -a " +
+           quote(w.snapshot() + "/.") + " .");
+}
+
+// The driver's operations: "KIND:CALLER:NAME" with the caller's file path
+// (absolute: a chdir may come first); events as they are.
 std::vector<std::string> driver_ops(const GenTree& t, const std::string& root, bool resolver) {
     std::vector<std::string> ops;
     for (const auto& op : t.ops) {
-        char kind = resolver ? (op.kind == 'n' ? 'N' : 'O') : op.kind;
-        ops.push_back(std::string(1, kind) + ":" + (op.caller.empty() ? "-" : op.caller) + ":" + rooted(op.name, root));
+        char kind = op.kind;
+        if (op.is_call() && resolver) kind = static_cast<char>(kind - 'a' + 'A');
+        std::string caller = op.is_call() || op.kind == 'c' ? (op.caller.empty() ? "-" : root + "/" + op.caller)
+                                                            : rooted(op.caller, root);
+        ops.push_back(std::string(1, kind) + ":" + caller + ":" + rooted(op.name, root));
     }
     return ops;
 }
@@ -314,10 +359,10 @@ int run_ldsearch(const GenTree& t, const TreePlace& w, const std::vector<std::st
     std::string cmd = "cd " + quote(w.host) + " && env -i PATH=/usr/bin:/bin" + cpu_env() + " " + quote(ldsearch());
     if (!w.sysroot.empty()) cmd += " --root " + quote(w.sysroot);
     for (const auto& [k, v] : tree_env(t, root)) cmd += " --env " + quote(k + "=" + v);
-    if (!t.cache_dirs.empty()) cmd += " --cache " + quote(w.file("ld.so.cache"));
+    if (!t.cache_dirs.empty()) cmd += " --cache " + quote(w.file(cache_file(t)));
     for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
-        if (real_out[i] == "SKIP") continue;
         const GenOp& op = t.ops[i];
+        if (real_out[i] == "SKIP" || !op.is_call()) continue;
         cmd += " --from " + quote(op.caller.empty() ? prog_arg(t) : root + "/" + op.caller);
         cmd += std::string(op.kind == 'n' ? " --dlopen-noload " : " --dlopen ") + quote(rooted(op.name, root));
     }
@@ -345,8 +390,13 @@ std::string section(const char* what, const std::vector<std::string>& a, const s
 
 }  // namespace
 
-Workshop::Runs Workshop::run_all(const GenTree& t, const TreePlace& w, bool with_resolver) const {
+// The real loader (LD_DEBUG=libs), ldsearch and ldsearch --diff on the
+// operations ldsearch models (ldsearch_window: these change no file); then,
+// when there are more, the real loader on all of them; then the resolver.
+Workshop::Runs Workshop::run_all(const GenTree& full, const TreePlace& w, bool with_resolver) const {
     Runs r;
+    GenTree t = full;
+    t.ops.resize(ldsearch_window(full));
     r.real_status = run_program(t, w, "real", driver_ops(t, w.path, false), true);
     r.real_search = debug_search_lines(w.file(".out/real.dbg"));
     r.real_out = read_lines(w.file(".out/real.stdout"));
@@ -360,9 +410,16 @@ Workshop::Runs Workshop::run_all(const GenTree& t, const TreePlace& w, bool with
         r.diff_out = read_lines(w.file(".out/diff.stdout"));
         for (auto& l : read_lines(w.file(".out/diff.stderr"))) r.diff_out.push_back(std::move(l));
     }
-    if (with_resolver && !ldshim_lib_.empty() && r.real_status == 0) {
+    r.full_out = r.real_out;
+    r.full_status = r.real_status;
+    if (t.ops.size() < full.ops.size()) {
+        r.full_status = run_program(full, w, "full", driver_ops(full, w.path, false), false);
+        r.full_out = read_lines(w.file(".out/full.stdout"));
+    }
+    if (with_resolver && !ldshim_lib_.empty() && r.full_status == 0) {
         r.ran_resolver = true;
-        run_program(t, w, "resolver", driver_ops(t, w.path, true), false, ldshim_lib_);
+        restore(full, w);
+        run_program(full, w, "resolver", driver_ops(full, w.path, true), false, ldshim_lib_);
         r.resolver_out = read_lines(w.file(".out/resolver.stdout"));
     }
     return r;
@@ -406,12 +463,14 @@ Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
             if (!l.starts_with("RESULT ") && !l.starts_with("ERROR ") && l != "SKIP") v.report += "  " + l + "\n";
     }
     if (r.ran_resolver)
-        v.resolver = section("runtime resolver", r.real_out, r.resolver_out, "dlopen", "ldshim_dlopen_from");
-    if (r.real_status == 2 || (!v.crashed && !r.real_out.empty() && r.real_out.size() != t.ops.size())) {
+        v.resolver = section("runtime resolver", r.full_out, r.resolver_out, "dlopen", "ldshim_dlopen_from");
+    bool full_crashed = r.full_status > 128;
+    if (r.real_status == 2 || r.full_status == 2 ||
+        (!full_crashed && !r.full_out.empty() && r.full_out.size() != t.ops.size())) {
         v.broken = true;  // the driver refused its arguments
         v.report += "the driver did not run every operation\n";
     }
-    v.started = r.real_out.size() == t.ops.size();
+    v.started = r.full_out.size() == t.ops.size();
     return v;
 }
 
@@ -435,16 +494,24 @@ std::vector<std::string> unrooted(std::vector<std::string> lines, const std::str
 // the l_name glibc gave it.
 GenTree asked_by_path(GenTree t, const std::vector<std::string>& real_out, const std::string& root) {
     for (std::size_t i = 0; i < t.ops.size() && i < real_out.size(); ++i) {
+        const char kind = t.ops[i].kind;
         const std::string& l = real_out[i];
-        if (t.ops[i].kind != 'o' || !l.starts_with("RESULT ")) continue;
-        std::string l_name = l.substr(7);
-        if (!l_name.starts_with(root + "/")) {
-            t.ops[i].name = l_name;
-            continue;
+        if ((kind != 'o' && kind != 'z' && kind != 't') || !l.starts_with("RESULT ")) continue;
+        std::string l_name = l.substr(7, l.find(" | ") - 7);  // two threads: the same object twice
+        if (l_name.starts_with(root + "/")) {
+            std::string name(1, '@');  // appended piecewise (GCC 12's -Wrestrict, as above)
+            name += l_name.substr(root.size());
+            l_name = std::move(name);
         }
-        std::string name(1, '@');  // appended piecewise (GCC 12's -Wrestrict, as above)
-        name += l_name.substr(root.size());
-        t.ops[i].name = std::move(name);
+        // The dlcloses of this open name it as it is now asked for.
+        const GenOp was = t.ops[i];
+        for (std::size_t j = i + 1; j < t.ops.size(); ++j) {
+            GenOp& later = t.ops[j];
+            if (later.caller != was.caller || later.name != was.name) continue;
+            if (later.kind != 'c') break;
+            later.name = l_name;
+        }
+        t.ops[i].name = std::move(l_name);
     }
     return t;
 }
@@ -455,6 +522,7 @@ bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
     TreePlace asked(sysroot_), by_path(sysroot_);
     if (sh(build_script(t, asked) + " >/dev/null 2>&1") != 0) return false;
     if (run_program(t, asked, "real", driver_ops(t, asked.path, false), false) != 0) return false;
+    restore(t, asked);
     run_program(t, asked, "resolver", driver_ops(t, asked.path, true), false, ldshim_lib_);
     auto real_out = read_lines(asked.file(".out/real.stdout"));
     GenTree t2 = asked_by_path(t, real_out, asked.path);

@@ -1,6 +1,8 @@
 // Random library trees against the real loader (generator.h).  Knobs, all
 // optional:
-//   LDSHIM_GEN_SEEDS=N      trees to run (default 500)
+//   LDSHIM_GEN_SEEDS=N      trees to run (default 250; with events 150)
+//   LDSHIM_GEN_EVENTS=1     trees with process events among their dlopens
+//                           (generator.h; the test generator-events)
 //   LDSHIM_GEN_SEED=S       base seed: tree i uses S+i (default: random, printed)
 //   LDSHIM_GEN_ONLY=S1,S2   run exactly these seeds
 //   LDSHIM_GEN_JOBS=J       trees run at once (default: the number of CPUs)
@@ -37,6 +39,13 @@ using ldshim::difftest::env_number;
 
 namespace {
 
+// Trees with process events (LDSHIM_GEN_EVENTS=1).
+bool with_events() { return env_number("LDSHIM_GEN_EVENTS", 0) != 0; }
+
+GenTree tree_of(const Workshop& w, std::uint64_t seed) {
+    return generate(seed, w.can_use_cache(), w.machine(), with_events());
+}
+
 std::vector<std::uint64_t> seeds_to_run() {
     std::vector<std::uint64_t> seeds;
     if (const char* only = std::getenv("LDSHIM_GEN_ONLY"); only && *only) {
@@ -49,10 +58,10 @@ std::vector<std::uint64_t> seeds_to_run() {
         return seeds;
     }
     std::uint64_t base = env_number("LDSHIM_GEN_SEED", std::random_device{}() % 1000000000u);
-    std::uint64_t n = env_number("LDSHIM_GEN_SEEDS", 500);
-    std::printf("generator: base seed %llu, %llu trees (LDSHIM_GEN_SEED=%llu reproduces them)\n",
+    std::uint64_t n = env_number("LDSHIM_GEN_SEEDS", with_events() ? 150 : 250);
+    std::printf("generator: base seed %llu, %llu trees%s (LDSHIM_GEN_SEED=%llu reproduces them)\n",
                 static_cast<unsigned long long>(base), static_cast<unsigned long long>(n),
-                static_cast<unsigned long long>(base));
+                with_events() ? " with process events" : "", static_cast<unsigned long long>(base));
     for (std::uint64_t i = 0; i < n; ++i) seeds.push_back(base + i);
     return seeds;
 }
@@ -71,7 +80,7 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
     bool verbose = verbosity != 0;
     auto worker = [&] {
         for (std::size_t i; (i = next++) < seeds.size();) {
-            GenTree t = generate(seeds[i], w.can_use_cache(), w.machine());
+            GenTree t = tree_of(w, seeds[i]);
             Verdict v = w.run(t, resolver);
             bool known = v.resolver_differs() && w.resolver_is_glibc_given_paths(t);
             std::lock_guard<std::mutex> lock(tally.mu);
@@ -108,7 +117,7 @@ std::string minimised(const Workshop& w, std::vector<std::uint64_t> seeds, Check
     std::string out;
     std::size_t max = env_number("LDSHIM_GEN_SHRINK", 3);
     for (std::size_t i = 0; i < seeds.size() && i < max; ++i) {
-        GenTree small = w.shrink(generate(seeds[i], w.can_use_cache(), w.machine()), which, 400);
+        GenTree small = w.shrink(tree_of(w, seeds[i]), which, 400);
         Verdict v = w.run(small, which == Check::resolver);
         out += "seed " + std::to_string(seeds[i]) + " differs; minimised tree:\n" + describe(small) +
                (which == Check::resolver ? v.resolver : v.report) + "\n";
