@@ -229,23 +229,42 @@ bool came_back(const char* file, const void* next) {
 // lose the name asked for.
 bool passing_through(const char* file) { return file && file == t_forwarded_file; }
 
-// Lets glibc learn what the model's search learnt (Resolution::
-// record_changed): glibc's own dlopen runs the same search for the true
-// caller, with RTLD_NOLOAD, so it loads nothing.  It is called from a return
-// point in the caller's object, as the dlsym hooks ask glibc
-// (hooks/as_caller.h), so glibc searches the caller's lists.  Without a
-// return point (a shadow stack), glibc's record stays behind the model's.
-// True when glibc was asked (its dlerror() then holds its own answer).
-bool let_glibc_search(const Request& q, const Resolution& r) {
-    if (!r.record_changed || q.lmid != LM_ID_BASE || std::strchr(q.file, '/')) return false;
+// glibc's own dlopen(file, mode) called as the caller would call it: from a
+// return point in the caller's object (hooks/as_caller.h), so glibc takes
+// the caller's search lists.  False where there is none (a shadow stack).
+bool glibc_dlopen_as_caller(const Request& q, int mode, void** handle) {
     ldshim_dlopen_fn glibc = host::libc_dlopen_function();
     std::optional<hooks::ReturnPoint> rp = glibc ? hooks::return_point_in(q.caller) : std::nullopt;
     if (!rp) return false;
-    const auto mode = static_cast<std::uintptr_t>(RTLD_LAZY | RTLD_NOLOAD);
-    void* h = hooks::call_from(*rp, reinterpret_cast<void*>(glibc), const_cast<char*>(q.file),
-                               reinterpret_cast<const void*>(mode), nullptr);
+    *handle = hooks::call_from(*rp, reinterpret_cast<void*>(glibc), const_cast<char*>(q.file),
+                               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(mode)), nullptr);
+    return true;
+}
+
+// Lets glibc learn what the model's search learnt (Resolution::
+// record_changed): glibc runs the same search for the true caller, with
+// RTLD_NOLOAD, so it loads nothing.  Without a return point glibc's record
+// stays behind the model's.  True when glibc was asked (its dlerror() then
+// holds its own answer).
+bool let_glibc_search(const Request& q, const Resolution& r) {
+    if (!r.record_changed || q.lmid != LM_ID_BASE || std::strchr(q.file, '/')) return false;
+    void* h = nullptr;
+    if (!glibc_dlopen_as_caller(q, RTLD_LAZY | RTLD_NOLOAD, &h)) return false;
     if (h) dlclose(h);  // already loaded: it took a reference
     return true;
+}
+
+// A file found in the current directory through an empty list element has
+// a name without '/', which glibc, handed it, would search for again from
+// ldshim: glibc searches for it from the caller instead, and names the
+// object as it would.  Without a return point it is handed "./NAME".
+void* open_found_bare(const Request& q, const Resolution& r) {
+    void* h = nullptr;
+    if (q.lmid == LM_ID_BASE && glibc_dlopen_as_caller(q, q.mode, &h)) {
+        note_opened(q, h);
+        return h;
+    }
+    return open_through(q, ("./" + r.path).c_str(), q.mode, q.lmid == LM_ID_BASE);
 }
 
 // The model's answer `r`, carried out through `next`.
@@ -258,6 +277,7 @@ void* open_answer(const Request& q, const Resolution& r) {
             // By its own name: glibc returns the same object, one more reference.
             return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
         case Resolution::Kind::found:
+            if (!std::strchr(r.path.c_str(), '/')) return open_found_bare(q, r);
             // A new namespace is not the model's: nothing there to follow.
             return open_through(q, r.path.c_str(), q.mode, base);
         case Resolution::Kind::not_found:

@@ -552,6 +552,13 @@ bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
     return known;
 }
 
+bool Workshop::resolver_is_model_built_late(const GenTree& t) const {
+    GenTree early = t;
+    early.ops.insert(early.ops.begin(), GenOp{'n', "", "libc.so.6"});
+    Verdict v = run(early, true);
+    return !v.broken && v.started && !v.resolver_differs();
+}
+
 GenTree Workshop::shrink(GenTree t, Check which, int budget) const {
     for (bool progress = true; progress && budget > 0;) {
         progress = false;
