@@ -189,6 +189,11 @@ std::string cc_for(const std::string& sysroot, Machine m) {
         cc += " -B " + quote(usr + "/") + " -L " + quote(usr) + " -L " + quote(top) + " -Wl,-rpath-link," + quote(top);
         break;
     }
+    // A glibc built from source installs no kernel headers, which its own
+    // errno.h, fcntl.h and dirent.h include: this machine's stand after the
+    // root's headers, so that every glibc header is still the root's.
+    if (m == Machine::x86_64 && access((sysroot + "/usr/include/linux/limits.h").c_str(), F_OK) != 0)
+        cc += " -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu";
     return cc;
 }
 
