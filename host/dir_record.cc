@@ -1,12 +1,13 @@
 #include "host/dir_record.h"
 
-#include <dlfcn.h>
-#include <link.h>
+#include "host/libc.h"
+
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string_view>
 
 namespace ldshim::host {
@@ -79,20 +80,17 @@ std::optional<std::vector<RecordedDir>> read_chain(std::uintptr_t head, std::siz
     return dirs;
 }
 
-// Where in _rtld_global the head of the list is: the word whose chain is
-// well formed and longest (GL(dl_all_dirs) leads to every element).
-std::optional<std::size_t> head_offset(const unsigned char* g, std::size_t size, std::size_t nsubdirs) {
-    std::optional<std::size_t> best;
-    std::size_t best_len = 0;
+// The list, from the word of _rtld_global that leads to it: of the words
+// whose chain is well formed, the one with the longest (GL(dl_all_dirs)
+// leads to every element).
+std::optional<std::vector<RecordedDir>> longest_chain(const unsigned char* g, std::size_t size, std::size_t nsubdirs) {
+    std::optional<std::vector<RecordedDir>> best;
     for (std::size_t off = 0; off + sizeof(std::uintptr_t) <= size; off += sizeof(std::uintptr_t)) {
         std::uintptr_t v;
         std::memcpy(&v, g + off, sizeof v);
         if (v < 4096 || v % alignof(ElemHead)) continue;
         auto chain = read_chain(v, nsubdirs);
-        if (chain && chain->size() > best_len) {
-            best = off;
-            best_len = chain->size();
-        }
+        if (chain && (!best || chain->size() > best->size())) best = std::move(chain);
     }
     return best;
 }
@@ -100,17 +98,9 @@ std::optional<std::size_t> head_offset(const unsigned char* g, std::size_t size,
 }  // namespace
 
 std::optional<std::vector<RecordedDir>> read_dir_record(std::size_t nsubdirs) {
-    void* g = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
-    Dl_info info;
-    void* entry = nullptr;
-    if (!g || !nsubdirs || !dladdr1(g, &info, &entry, RTLD_DL_SYMENT) || !entry) return std::nullopt;
-    const auto size = static_cast<std::size_t>(static_cast<const ElfW(Sym)*>(entry)->st_size);
-    const auto* base = static_cast<const unsigned char*>(g);
-    auto off = head_offset(base, size, nsubdirs);
-    if (!off) return std::nullopt;
-    std::uintptr_t head;
-    std::memcpy(&head, base + *off, sizeof head);
-    return read_chain(head, nsubdirs);
+    std::span<const unsigned char> g = rtld_global();
+    if (g.empty() || !nsubdirs) return std::nullopt;
+    return longest_chain(g.data(), g.size(), nsubdirs);
 }
 
 }  // namespace ldshim::host

@@ -272,15 +272,20 @@ constexpr std::size_t kNloadedOffset = sizeof(void*);
 
 }  // namespace
 
-LoaderWords loader_words() {
-    LoaderWords w;
+std::span<const unsigned char> rtld_global() {
     void* g = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
     Dl_info info;
     void* entry = nullptr;
-    if (!g || !dladdr1(g, &info, &entry, RTLD_DL_SYMENT) || !entry ||
-        static_cast<const ElfW(Sym)*>(entry)->st_size < kAddsOffset + sizeof(unsigned long long))
-        return w;
-    const auto* base = static_cast<const unsigned char*>(g);
+    if (!g || !dladdr1(g, &info, &entry, RTLD_DL_SYMENT) || !entry) return {};
+    return {static_cast<const unsigned char*>(g),
+            static_cast<std::size_t>(static_cast<const ElfW(Sym)*>(entry)->st_size)};
+}
+
+LoaderWords loader_words() {
+    LoaderWords w;
+    std::span<const unsigned char> g = rtld_global();
+    if (g.size() < kAddsOffset + sizeof(unsigned long long)) return w;
+    const unsigned char* base = g.data();
     w.adds = reinterpret_cast<const unsigned long long*>(base + kAddsOffset);
     w.nloaded = reinterpret_cast<const unsigned int*>(base + kNloadedOffset);
     w.write_lock = reinterpret_cast<const int*>(base + kWriteLockOffset);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace ldshim::host {
 
@@ -74,5 +75,9 @@ struct LoaderWords {
 // Looks them up (dlvsym takes the loader's lock: never from inside a walk);
 // the caller keeps the answer.
 LoaderWords loader_words();
+
+// ld.so's _rtld_global (GLIBC_PRIVATE): where it is and its size, from its
+// symbol; empty where the symbol is missing.
+std::span<const unsigned char> rtld_global();
 
 }  // namespace ldshim::host
