@@ -271,13 +271,16 @@ void* open_found_bare(const Request& q, const Resolution& r) {
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
-    const bool glibc_searched = let_glibc_search(q, r);
+    // A bare name found is opened by glibc's own search (open_found_bare),
+    // which teaches glibc what the model learnt without a second one.
+    const bool bare = r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/');
+    const bool glibc_searched = !bare && let_glibc_search(q, r);
     switch (r.kind) {
         case Resolution::Kind::loaded:
             // By its own name: glibc returns the same object, one more reference.
             return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
         case Resolution::Kind::found:
-            if (!std::strchr(r.path.c_str(), '/')) return open_found_bare(q, r);
+            if (bare) return open_found_bare(q, r);
             // A new namespace is not the model's: nothing there to follow.
             return open_through(q, r.path.c_str(), q.mode, base);
         case Resolution::Kind::not_found:
