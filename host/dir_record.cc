@@ -47,12 +47,18 @@ bool known_label(std::uintptr_t what, bool* system) {
 // is one of the system search path's (their names are ld.so's own strings).
 bool read_elem(std::uintptr_t at, std::size_t nsubdirs, ElemHead& h, RecordedDir& out, bool* system) {
     if (at % alignof(ElemHead) || !peek(at, &h, sizeof h)) return false;
-    if (h.dirnamelen == 0 || h.dirnamelen > kMaxDirname || !known_label(h.what, system)) return false;
+    if (h.dirnamelen > kMaxDirname || !known_label(h.what, system)) return false;
     // A list's element holds its name right after its statuses (fillin_rpath):
     // this checks the number of statuses, hence the subdirectories, too.
     if (!*system && h.dirname != at + sizeof h + nsubdirs * sizeof(int)) return false;
+    // An empty list element (the current directory) has an empty name; any
+    // other ends in a slash.
     out.dirname.resize(h.dirnamelen);
-    if (!peek(h.dirname, out.dirname.data(), h.dirnamelen) || out.dirname.back() != '/') return false;
+    if (h.dirnamelen == 0) {
+        if (*system) return false;
+    } else if (!peek(h.dirname, out.dirname.data(), h.dirnamelen) || out.dirname.back() != '/') {
+        return false;
+    }
     std::vector<int> raw(nsubdirs);
     if (!peek(at + sizeof h, raw.data(), raw.size() * sizeof(int))) return false;
     out.status.clear();
