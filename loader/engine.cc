@@ -142,6 +142,7 @@ void Engine::print_header(const DirList& list, std::size_t from) {
 // glibc's open_verify on one candidate path.
 Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
     OpenOutcome out;
+    if (process_start_) tried_at_start_.push_back(path);
     auto r = fs_.open(path);
     if (!r.image) {
         errno_ = r.error;
@@ -346,7 +347,7 @@ void Engine::index_object(int idx) {
     if (o.id.valid()) by_id_[o.id].push_back(idx);
 }
 
-std::optional<std::string> Engine::origin_of_path(const std::string& path) {
+std::optional<std::string> Engine::origin_of_path(const std::string& path, const std::string& cwd) {
     // From the path string as opened: no symlink or ".." resolution.
     std::string full;
     if (!path.empty() && path[0] == '/') {
@@ -354,7 +355,7 @@ std::optional<std::string> Engine::origin_of_path(const std::string& path) {
     } else {
         // The directory current at this open, as glibc's _dl_new_object
         // asks getcwd for each object named by a relative path.
-        full = fs_.cwd();
+        full = cwd.empty() ? fs_.cwd() : cwd;
         if (full.empty()) return std::nullopt;
         if (full.back() != '/') full += '/';
         full += path;
@@ -376,13 +377,17 @@ MapOutcome Engine::map_object(int loader, const std::string& name, unsigned ns, 
     }
     Request req{name, mode};
     OpenOutcome found;
+    std::string path;  // B: the path asked for
+    tried_at_start_.clear();
     if (name.find('/') == std::string::npos) {
         found = search(loader, req, ns);  // C.
     } else {
         // B. A path: opened directly, DSTs expanded with the loader's values.
-        found = open_verify(loader >= 0 ? expand(objects_[static_cast<std::size_t>(loader)], name) : name, req);
+        path = loader >= 0 ? expand(objects_[static_cast<std::size_t>(loader)], name) : name;
+        found = open_verify(path, req);
         found.source = Source::slash_name;
     }
+    if (process_start_) return admit_loaded(loader, req, ns, std::move(found), path);
     return admit(loader, req, ns, std::move(found));
 }
 
@@ -557,6 +562,76 @@ MapOutcome Engine::admit(int loader, const Request& req, unsigned ns, OpenOutcom
     return {add_object(std::move(o)), true};
 }
 
+// The start-up of a live process, emulated now: what its loader loaded for
+// this request, if anything.  A search answered with a new object when the
+// next object the start-up loaded is named by it (its l_name is a
+// directory's candidate for the name, or the path asked for); that object is
+// taken as the loader holds it, wherever the search finds a file now.  It
+// answered with a loaded object's file when one of the candidates it tried
+// before that one (or any, when none is new) is a loaded object's name.
+// Otherwise it found nothing (a preload that failed).
+MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, OpenOutcome found,
+                                const std::string& path_asked) {
+    // A file the process holds already: the same-file answer, as then.
+    if (found.status == OpenOutcome::Status::found && found.image->id().valid() && by_id_.contains(found.image->id()))
+        return admit(loader, req, ns, std::move(found));
+    const ProcessStart::Loaded* next = next_loaded_at_start(req.name, path_asked);
+    const auto tried_next =
+        next ? std::find(tried_at_start_.begin(), tried_at_start_.end(), next->name) : tried_at_start_.end();
+    for (auto cand = tried_at_start_.begin(); cand != tried_next; ++cand)
+        if (int i = loaded_by_path(*cand); i >= 0) {
+            add_name(i, req.name);
+            emit_made([&] { return TraceEvent::result(*cand, ns, Source::same_file, req.name); });
+            return {i};
+        }
+    if (!next) {
+        if (found.status == OpenOutcome::Status::fatal) return admit(loader, req, ns, std::move(found));
+        return admit(loader, req, ns, OpenOutcome{});
+    }
+    ++taken_at_start_;
+    Object o;
+    o.kind = Object::Kind::library;
+    o.name = next->name;
+    o.names = {req.name};
+    o.facts = next->facts;
+    o.origin = origin_of_path(next->name, process_start_->cwd);
+    o.loader = (req.mode & kModeCallmap) ? -1 : loader;
+    o.ns = ns;
+    o.id = next->id;
+    // The rule that found it, where the emulation found the same path.
+    if (found.status == OpenOutcome::Status::found && found.path == next->name) {
+        o.found_by = found.source;
+        o.found_via = found.owner;
+    }
+    emit_made([&] { return TraceEvent::result(o.name, ns, o.found_by, req.name); });
+    return {add_object(std::move(o)), true};
+}
+
+// The next object the start-up loaded, if a lookup of `name` (opened as
+// `path_asked`, for a name with a slash) names it.
+const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name, const std::string& path_asked) {
+    const auto& all = process_start_->loaded;
+    // ld.so and the vDSO are in the model from the start.
+    while (taken_at_start_ < all.size() && by_name_.contains(all[taken_at_start_].name)) ++taken_at_start_;
+    if (taken_at_start_ == all.size()) return nullptr;
+    const std::string& l_name = all[taken_at_start_].name;
+    const bool named = !path_asked.empty() ? l_name == path_asked
+                                           : l_name.size() > name.size() && l_name.ends_with(name) &&
+                                                 l_name[l_name.size() - name.size() - 1] == '/';
+    return named ? &all[taken_at_start_] : nullptr;
+}
+
+// The live object whose l_name is `path`, or -1.
+int Engine::loaded_by_path(const std::string& path) const {
+    auto it = by_name_.find(path);
+    if (it == by_name_.end()) return -1;
+    for (int i : it->second) {
+        const Object& o = objects_[static_cast<std::size_t>(i)];
+        if (o.name == path && !o.removed) return i;
+    }
+    return -1;
+}
+
 // glibc's _dl_map_object_deps: the walk starts with errno cleared, and puts
 // the caller's value back if nothing set it.
 std::optional<LoadError> Engine::load_deps(std::vector<int> roots) {
@@ -605,7 +680,7 @@ std::optional<LoadError> Engine::walk_deps(std::vector<int> queue) {
 
 // Startup, as rtld's dl_main: the program, ld.so and the vDSO, the search
 // lists, the preloads, then the dependencies breadth first.
-StartResult Engine::start(const std::string& program, OpenResult opened) {
+StartResult Engine::start(const std::string& program, OpenResult opened, std::optional<ProcessStart> process) {
     StartResult res;
     auto img = opened.image ? std::move(opened) : fs_.open(program);
     if (!img.image) {
@@ -620,6 +695,8 @@ StartResult Engine::start(const std::string& program, OpenResult opened) {
         return res;
     }
     add_initial_objects(program, facts.facts);
+    process_start_ = std::move(process);
+    taken_at_start_ = 0;
 
     // Search paths: the main program's RUNPATH (or else RPATH), then
     // LD_LIBRARY_PATH, each created now so that they own their pool entries.
@@ -638,6 +715,7 @@ StartResult Engine::start(const std::string& program, OpenResult opened) {
         res.ok = false;
         res.error = opts_.argv0 + ": error while loading shared libraries: " + err->rtld_text();
     }
+    process_start_.reset();
     return res;
 }
 

@@ -95,6 +95,22 @@ struct DlopenRequest {
     unsigned ns = 0;
 };
 
+// What a live process's start-up loaded, as its loader holds it (the
+// runtime reads it from memory): what the emulated start-up takes in place
+// of the files it finds now, which may have been replaced or removed since.
+struct ProcessStart {
+    struct Loaded {
+        std::string name;  // l_name
+        ObjectFacts facts;
+        FileId id;  // of the file mapped; zero if unknown
+    };
+    // In the loader's order, without the main program, ld.so and the vDSO.
+    std::vector<Loaded> loaded;
+    // The directory current at start-up, from which glibc took the $ORIGIN
+    // of an object named by a relative path; empty if unknown (then: now).
+    std::string cwd;
+};
+
 struct StartResult {
     bool ok = true;
     std::string error;                  // "error while loading shared libraries" text
@@ -108,7 +124,12 @@ public:
     // Startup: the main program, ld.so, the vDSO, search paths, preloads and
     // the breadth-first DT_NEEDED walk.  `program` is the file to read;
     // `opened`, if the caller already opened it through the same Fs.
-    StartResult start(const std::string& program, OpenResult opened = {});
+    // `process`, if given: what a live process's start-up loaded.  The
+    // emulation then takes each new object from it, not from the file it
+    // finds now; a search that finds nothing the start-up loaded adds
+    // nothing.
+    StartResult start(const std::string& program, OpenResult opened = {},
+                      std::optional<ProcessStart> process = std::nullopt);
 
     // dlopen/dlmopen after startup.  On failure the objects it added are
     // removed again, as glibc does; what the search learned is kept.
@@ -202,6 +223,11 @@ private:
     OpenOutcome search_rpaths(int loader, Request& req);
     OpenOutcome search_cache(int loader, Request& req);
     MapOutcome admit(int loader, const Request& req, unsigned ns, OpenOutcome found);
+    // admit() while emulating a live process's start-up (process_start_).
+    MapOutcome admit_loaded(int loader, const Request& req, unsigned ns, OpenOutcome found,
+                            const std::string& path_asked);
+    const ProcessStart::Loaded* next_loaded_at_start(const std::string& name, const std::string& path_asked);
+    int loaded_by_path(const std::string& path) const;
     // Trace what a list of `idx` leaves out: dropped elements, or the whole
     // list when glibc gave it up.
     void report_list_gaps(int idx, bool runpath);
@@ -221,7 +247,9 @@ private:
     void add_name(int idx, const std::string& name);
     int add_object(Object o);
     void index_object(int idx);  // into by_name_, by_soname_, by_id_; forget() takes it out
-    std::optional<std::string> origin_of_path(const std::string& path);
+    // $ORIGIN of an object opened by `path`, a relative one from `cwd` (or
+    // the directory current now, if empty).
+    std::optional<std::string> origin_of_path(const std::string& path, const std::string& cwd = {});
     std::optional<LoadError> load_deps(std::vector<int> roots);
     std::optional<LoadError> walk_deps(std::vector<int> queue);
     void add_initial_objects(const std::string& program, const ObjectFacts& facts);
@@ -253,6 +281,11 @@ private:
     int main_ = -1;
     int rtld_ = -1;
     std::vector<int> preloads_;
+    // What the live process's start-up loaded, while start() emulates it,
+    // and how many of them the emulation has taken.
+    std::optional<ProcessStart> process_start_;
+    std::size_t taken_at_start_ = 0;
+    std::vector<std::string> tried_at_start_;  // the candidates of the current lookup
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;

@@ -5,6 +5,7 @@
 #include "host/libc.h"
 #include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
+#include "host/mapped_files.h"
 #include "host/settings.h"
 #include "host/startup_env.h"
 #include "loader/loaded_extent.h"
@@ -85,6 +86,50 @@ std::string file_build_id(const FileImage& img) {
                                             {kGnu, sizeof kGnu}))
             return {reinterpret_cast<const char*>(id->data()), id->size()};
     }
+    return {};
+}
+
+// Whether the kernel's record of a mapping names a file as stat(2) does:
+// checked on the main program, whose file /proc/self/exe opens.  (On
+// overlayfs, for one, the mapping may name the layer's file.)
+bool maps_name_files_as_stat(const host::MappedFiles& maps) {
+    const auto* file = maps.at(getauxval(AT_PHDR));
+    std::optional<host::FileVersion> exe = host::RealFs::version("/proc/self/exe");
+    return file && exe && exe->id == file->id;
+}
+
+// The directory current when the loader opened the file `mapped` by the
+// relative name `name`: the mapped path less the name, where the name holds
+// no "." or ".." step that would make them differ (a symbolic link on the
+// way shows as a mismatch); else empty.
+std::string directory_it_was_named_from(std::string_view name, const host::MappedFiles::File& mapped) {
+    while (name.starts_with("./")) name.remove_prefix(2);
+    const std::string path = "/" + std::string(name) + "/";
+    if (mapped.deleted || name.empty() || path.find("/./") != std::string::npos ||
+        path.find("/../") != std::string::npos || path.find("//") != std::string::npos)
+        return {};
+    const std::string_view full = mapped.path;
+    if (full.size() <= name.size() + 1 || !full.ends_with(name) || full[full.size() - name.size() - 1] != '/')
+        return {};
+    std::string dir(full.substr(0, full.size() - name.size() - 1));
+    return dir.empty() ? "/" : dir;
+}
+
+// The file glibc opened for a loaded object, by the identity it compares
+// (st_dev, st_ino): the kernel's record of its mapping, where `maps` is
+// given; else the file at its path, if that is still the file mapped (the
+// same build ID).  No identity is better than another file's: the model
+// then hands glibc the path it found, and glibc tells the same file itself.
+FileId file_identity_of(const std::string& name, std::uintptr_t first_segment, const std::string& build_id,
+                        const host::MappedFiles* maps) {
+    if (maps) {
+        const auto* file = maps->at(first_segment);
+        return file ? file->id : FileId{};
+    }
+    if (name.empty() || name[0] != '/') return {};  // a relative name may name another file now
+    host::FileVersion v;
+    OpenResult r = host::RealFs::open_versioned(name, &v);
+    if (r.image && (build_id.empty() || file_build_id(*r.image) == build_id)) return v.id;
     return {};
 }
 
@@ -288,7 +333,10 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     o.main_origin = host::main_program_origin(*env, secure);
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
     engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
-    engine_->start(exe, std::move(img));  // opened once: a second open may find no /proc
+    // What the start-up loaded is taken from memory, as the loader holds
+    // it: its files may have been replaced or removed since, or named from
+    // another current directory.
+    engine_->start(exe, std::move(img), process_start());  // opened once: a second open may find no /proc
     // The start-up searches were glibc's own, against the directories as
     // they were then: what glibc recorded of each is the truth, where it can
     // be read (else the emulation's, from the directories as they are now).
@@ -636,19 +684,37 @@ int LiveProcess::adopt_fresh(Fresh& f) {
     o.name = f.name;
     o.names = {f.name};
     if (f.facts && f.facts->ok) o.facts = std::move(f.facts->facts);
-    // glibc knows the object by the identity of the file it opened, which
-    // the path may no longer name: a relative name after a chdir, a file
-    // replaced since (its build ID differs from the mapped one's).  No
-    // identity is better than another file's: the model then hands glibc
-    // the path it found, and glibc tells the same file itself.
-    if (f.name[0] == '/') {
-        host::FileVersion v;
-        OpenResult r = host::RealFs::open_versioned(f.name, &v);
-        if (r.image && (f.build_id.empty() || file_build_id(*r.image) == f.build_id)) o.id = v.id;
-    }
+    o.id = file_identity_of(f.name, f.segments.empty() ? 0 : f.segments[0].first, f.build_id, nullptr);
     o.dlopened = true;
     o.loader = -1;
     return engine_->adopt(std::move(o));
+}
+
+// What the process's start-up loaded, as its loader holds it: every object
+// of namespace 0 but the main program, ld.so and the vDSO, in load order,
+// with its facts read from memory and the identity of the file mapped.
+// Objects dlopen'ed since come last; the emulated start-up does not take
+// them.  nullopt where an object's facts cannot be read from memory: the
+// start-up is then emulated from the files.
+std::optional<ProcessStart> LiveProcess::process_start() {
+    Scan s = scan_locked();
+    const host::MappedFiles maps = host::MappedFiles::of_this_process();
+    const host::MappedFiles* trusted = maps_name_files_as_stat(maps) ? &maps : nullptr;
+    const std::uintptr_t rtld = getauxval(AT_BASE), vdso = getauxval(AT_SYSINFO_EHDR);
+    auto holds = [](const Fresh& f, std::uintptr_t addr) {
+        return addr && std::any_of(f.segments.begin(), f.segments.end(),
+                                   [&](const auto& seg) { return seg.first <= addr && addr < seg.second; });
+    };
+    ProcessStart p;
+    for (Fresh& f : s.fresh) {
+        if (f.name.empty() || holds(f, rtld) || holds(f, vdso)) continue;
+        if (!f.facts || !f.facts->ok) return std::nullopt;
+        const std::uintptr_t at = f.segments.empty() ? 0 : f.segments[0].first;
+        p.loaded.push_back({f.name, std::move(f.facts->facts), file_identity_of(f.name, at, f.build_id, trusted)});
+        if (p.cwd.empty() && trusted && f.name[0] != '/')
+            if (const auto* file = trusted->at(at)) p.cwd = directory_it_was_named_from(f.name, *file);
+    }
+    return p;
 }
 
 // An object that went: out of the model and out of the address ranges.

@@ -138,6 +138,7 @@ private:
     void apply_changes(Scan& s);
     Known* add_known(Fresh& f, std::unordered_map<std::string, int>& pending);
     int adopt_fresh(Fresh& f);
+    std::optional<loader::ProcessStart> process_start();
     void drop_known(const Known& k);
     void renumber(const std::vector<int>& remap);
     void note_added(std::size_t from);

@@ -228,16 +228,77 @@ TEST(ResolverEvents, a_directory_found_missing_by_a_dlopen_is_skipped_for_later_
 
 // A directory glibc found missing at start-up and that was created before
 // the first dlopen: glibc does not look again, whatever is there now.
-TEST(ResolverEvents, a_directory_missing_at_start_up_and_created_before_the_first_dlopen_stays_skipped) {
+// libc.so.6 is searched for at start-up through LD_LIBRARY_PATH, which
+// starts with `head`.
+namespace {
+void a_directory_created_after_start_up_stays_skipped(const std::string& head) {
     Tree t;
     const std::string m0 = t.abs("m0"), late = t.abs("late");
     evlib(t, "late/libevtop.so", 1);
     evlib(t, "spare/libevtop.so", 2);
     driver(t);
-    // libc.so.6 is searched for at start-up through LD_LIBRARY_PATH.
     auto r = same_as_glibc(t, {"x:" + put(t.abs("spare/libevtop.so"), m0 + "/libevtop.so"), "o:libevtop.so"},
-                           {{"LD_LIBRARY_PATH", m0 + ":" + late}}, "", "rm -rf m0");
+                           {{"LD_LIBRARY_PATH", head + m0 + ":" + late}}, "", "rm -rf m0");
     EXPECT_TRUE(has(r, "RESULT init 1")) << "the library did not come from late/\n" << ::testing::PrintToString(r);
+}
+}  // namespace
+
+TEST(ResolverEvents, a_directory_missing_at_start_up_and_created_before_the_first_dlopen_stays_skipped) {
+    a_directory_created_after_start_up_stays_skipped("");
+}
+
+// The same behind an empty list element (the current directory), which
+// glibc records under an empty name: its record must still be read whole.
+TEST(ResolverEvents, a_directory_missing_at_start_up_behind_an_empty_list_element_stays_skipped) {
+    a_directory_created_after_start_up_stays_skipped(":");
+}
+
+// What the start-up loaded is what the loader holds, whatever happened to
+// its files before ldshim's first dlopen: a library replaced since keeps
+// its SONAME (libevq.so's file now holds libevp.so's, which glibc does not
+// know loaded).
+TEST(ResolverEvents, a_library_loaded_at_start_up_and_replaced_before_the_first_dlopen_keeps_its_soname) {
+    Tree t;
+    evlib(t, "lib/libevq.so", 1, {.soname = "libevq.so"});
+    evlib(t, "spare/libevp.so", 2, {.soname = "libevp.so"});
+    driver(t, std::nullopt, {.needs = {"lib/libevq.so"}, .rpath = "$ORIGIN/../lib"});
+    ASSERT_EQ(sh("cp " + quote(t.abs("lib/libevq.so")) + " " + quote(t.abs("spare/libevq1.so"))), 0);
+    auto r = same_as_glibc(t, {"x:" + put("spare/libevp.so", "lib/libevq.so"), "o:libevp.so", "o:libevq.so"}, {}, "",
+                           put("spare/libevq1.so", "lib/libevq.so"));
+    EXPECT_TRUE(has(r, "ERROR libevp.so: cannot open shared object file: No such file or directory"))
+        << ::testing::PrintToString(r);
+    EXPECT_TRUE(has(r, "RESULT " + t.abs("bin/../lib/libevq.so") + " #1")) << ::testing::PrintToString(r);
+}
+
+// A library loaded at start-up whose file was removed since is still the
+// object its dependent loaded: a dlopen from it searches the RPATH of the
+// library that needed it too (deep/ is named there only).
+TEST(ResolverEvents, a_library_loaded_at_start_up_from_a_file_removed_since_keeps_its_loader_chain) {
+    Tree t;
+    evlib(t, "lib/libeva.so", 1, {.soname = "libeva.so"});
+    evlib(t, "mid/libevb.so", 2,
+          {.soname = "libevb.so", .needs = {"lib/libeva.so"}, .rpath = "$ORIGIN/../lib:$ORIGIN/../deep"});
+    evlib(t, "deep/libevz.so", 3);
+    driver(t, std::nullopt, {.needs = {"mid/libevb.so"}, .rpath = "$ORIGIN/../mid"});
+    ASSERT_EQ(sh("cp " + quote(t.abs("lib/libeva.so")) + " " + quote(t.abs("libeva1.so"))), 0);
+    auto r = same_as_glibc(t, {"x:rm lib/libeva.so", "o:libeva.so", "s:libeva.so|libevz.so"}, {}, "",
+                           put("libeva1.so", "lib/libeva.so"));
+    EXPECT_TRUE(has(r, "RESULT " + t.abs("bin/../mid/../deep/libevz.so") + " #3")) << ::testing::PrintToString(r);
+}
+
+// A library the start-up found through a relative RPATH element took its
+// $ORIGIN from the directory current then, not from the one current at
+// ldshim's first dlopen.
+TEST(ResolverEvents, the_origin_of_a_library_loaded_at_start_up_by_a_relative_name_is_the_directory_current_then) {
+    Tree t;
+    evlib(t, "lib/libevr.so", 1, {.soname = "libevr.so"});
+    evlib(t, "lib/sub/libevs.so", 3);
+    evlib(t, "other/lib/libevr.so", 2, {.soname = "libevr.so"});
+    evlib(t, "other/lib/sub/libevs.so", 4);
+    driver(t, std::nullopt, {.needs = {"lib/libevr.so"}, .rpath = "lib"});
+    auto r = same_as_glibc(t, {"d:other", "o:libevr.so", "s:libevr.so|$ORIGIN/sub/libevs.so"});
+    EXPECT_TRUE(has(r, "RESULT lib/libevr.so #1")) << ::testing::PrintToString(r);
+    EXPECT_TRUE(has(r, "RESULT init 3")) << "$ORIGIN was not the start-up's lib/\n" << ::testing::PrintToString(r);
 }
 
 // glibc reads /etc/ld.so.cache at each dlopen that reaches it (it unmaps it

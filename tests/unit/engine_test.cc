@@ -346,3 +346,91 @@ TEST(Engine, a_relative_name_opened_after_chdir_takes_its_origin_from_the_new_di
     EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(y.object)].origin, "/b/sub");
     EXPECT_GE(w.engine->find_object("libdep.so"), 0);
 }
+
+// A live process's start-up (ProcessStart): the objects its loader holds
+// stand in for the files the emulation finds now.
+namespace {
+
+ObjectFacts facts_of(ElfSpec spec) { return read_facts(build_elf(spec)).facts; }
+
+ProcessStart live_start(std::vector<ProcessStart::Loaded> loaded) {
+    ProcessStart p;
+    p.loaded = std::move(loaded);
+    p.loaded.push_back({"/lib/x86_64-linux-gnu/libc.so.6", facts_of({.soname = "libc.so.6"}), {}});
+    return p;
+}
+
+}  // namespace
+
+TEST(ProcessStart, a_library_replaced_since_start_up_keeps_the_facts_and_identity_it_was_loaded_with) {
+    World w;
+    w.lib("/rp/libA.so", {.soname = "libB.so"});  // the file now
+    w.prog({.needed = {"libA.so", "libc.so.6"}, .rpath = "/rp"});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ASSERT_TRUE(
+        w.engine->start("/t/prog", {}, live_start({{"/rp/libA.so", facts_of({.soname = "libA.so"}), {7, 42}}})).ok);
+    int a = w.engine->find_object("libA.so");
+    ASSERT_GE(a, 0);
+    const Object& o = w.engine->objects()[static_cast<std::size_t>(a)];
+    EXPECT_EQ(o.facts.soname, "libA.so");
+    EXPECT_EQ(o.id, (FileId{7, 42}));
+    EXPECT_EQ(o.found_by, Source::rpath);
+    EXPECT_EQ(w.engine->find_object("libB.so"), -1);
+}
+
+TEST(ProcessStart, a_library_whose_file_is_gone_is_still_loaded_where_its_loader_needed_it) {
+    World w;
+    w.lib("/mid/libM.so", {.soname = "libM.so", .needed = {"libA.so"}, .rpath = "/gone"});
+    w.prog({.needed = {"libM.so"}, .rpath = "/mid"});  // in breadth-first order: libM, libA, libc
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ASSERT_TRUE(
+        w.engine
+            ->start("/t/prog", {},
+                    live_start(
+                        {{"/mid/libM.so", facts_of({.soname = "libM.so", .needed = {"libA.so"}, .rpath = "/gone"}), {}},
+                         {"/gone/libA.so", facts_of({.soname = "libA.so"}), {}}}))
+            .ok);
+    int a = w.engine->find_object("libA.so"), m = w.engine->find_object("libM.so");
+    ASSERT_GE(a, 0);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(a)].loader, m);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(a)].name, "/gone/libA.so");
+}
+
+TEST(ProcessStart, a_dependency_found_as_a_loaded_file_is_that_object_though_the_file_is_gone) {
+    World w;
+    w.opts.preload = "/p/libX.so";
+    w.prog({.needed = {"libc.so.6"}});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ASSERT_TRUE(w.engine
+                    ->start("/t/prog", {},
+                            live_start({{"/p/libX.so", facts_of({.needed = {"libX.so"}, .rpath = "$ORIGIN"}), {}}}))
+                    .ok);
+    int x = w.engine->find_object("/p/libX.so");
+    ASSERT_GE(x, 0);
+    EXPECT_EQ(w.engine->find_object("libX.so"), x) << "the name the start-up's same-file match added";
+}
+
+TEST(ProcessStart, a_search_that_loaded_nothing_at_start_up_loads_nothing_though_a_file_is_there_now) {
+    World w;
+    w.opts.preload = "libnope.so";
+    w.lib("/lib/x86_64-linux-gnu/libnope.so");  // appeared since
+    w.prog({.needed = {"libc.so.6"}});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    w.engine->set_keep_going(true);
+    ASSERT_TRUE(w.engine->start("/t/prog", {}, live_start({})).ok);
+    EXPECT_EQ(w.engine->find_object("libnope.so"), -1);
+    EXPECT_TRUE(w.engine->preloads().empty());
+}
+
+TEST(ProcessStart, a_relative_name_takes_its_origin_from_the_directory_current_at_start_up) {
+    World w;
+    w.fs.set_cwd("/elsewhere");
+    w.prog({.needed = {"libR.so", "libc.so.6"}, .rpath = "lib"});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ProcessStart p = live_start({{"lib/libR.so", facts_of({.soname = "libR.so"}), {}}});
+    p.cwd = "/start";
+    ASSERT_TRUE(w.engine->start("/t/prog", {}, std::move(p)).ok);
+    int r = w.engine->find_object("libR.so");
+    ASSERT_GE(r, 0);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(r)].origin, "/start/lib");
+}

@@ -1,0 +1,41 @@
+// Which file each of this process's mappings is, as the kernel records it
+// (/proc/self/maps): the (st_dev, st_ino) and path of the file mapped, which
+// stay those of the file the loader opened after its path was removed, or
+// made to name another file.
+#pragma once
+
+#include "loader/fs.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ldshim::host {
+
+class MappedFiles {
+public:
+    // This process's mappings now; empty when /proc/self/maps cannot be read.
+    static MappedFiles of_this_process();
+    // The same from the text of a maps file.
+    static MappedFiles parse(std::string_view maps);
+
+    struct File {
+        loader::FileId id;
+        std::string path;  // as the kernel prints it (" (deleted)" removed)
+        bool deleted = false;
+    };
+    // The file mapped at `addr`, if a file is.
+    const File* at(std::uintptr_t addr) const;
+    bool empty() const { return maps_.empty(); }
+
+private:
+    struct Map {
+        std::uintptr_t lo, hi;
+        File file;
+    };
+    std::vector<Map> maps_;  // by address
+};
+
+}  // namespace ldshim::host

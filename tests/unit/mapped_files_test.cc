@@ -1,0 +1,46 @@
+// /proc/self/maps as the runtime reads it: which file each mapping is.
+#include "host/mapped_files.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cstdint>
+
+using ldshim::host::MappedFiles;
+
+TEST(MappedFiles, each_mapping_names_its_file_by_device_and_inode_even_once_deleted) {
+    auto m = MappedFiles::parse(
+        "7f0000000000-7f0000001000 r--p 00000000 fe:01 1234                       /usr/lib/libx.so\n"
+        "7f0000001000-7f0000003000 r-xp 00001000 fe:01 1234                       /usr/lib/libx.so\n"
+        "7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
+        "7f0000010000-7f0000011000 r--p 00000000 08:11 99 /tmp/t/lib/liby.so (deleted)\n"
+        "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]\n"
+        "garbage line\n");
+    const auto* x = m.at(0x7f0000001800);
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->id.dev, static_cast<std::uint64_t>(makedev(0xfe, 0x01)));
+    EXPECT_EQ(x->id.ino, 1234u);
+    EXPECT_EQ(x->path, "/usr/lib/libx.so");
+    EXPECT_FALSE(x->deleted);
+    EXPECT_EQ(m.at(0x7f0000003800), nullptr) << "an anonymous mapping names no file";
+    EXPECT_EQ(m.at(0x7ffc00000010), nullptr);
+    EXPECT_EQ(m.at(0x7f0000004000), nullptr) << "past every mapping";
+    const auto* y = m.at(0x7f0000010000);
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(y->path, "/tmp/t/lib/liby.so");
+    EXPECT_TRUE(y->deleted);
+    EXPECT_EQ(y->id.ino, 99u);
+}
+
+TEST(MappedFiles, this_process_maps_its_own_program_as_stat_sees_it) {
+    auto m = MappedFiles::of_this_process();
+    ASSERT_FALSE(m.empty());
+    const auto* self = m.at(reinterpret_cast<std::uintptr_t>(&MappedFiles::parse));
+    ASSERT_NE(self, nullptr);
+    struct stat st {};
+    ASSERT_EQ(stat("/proc/self/exe", &st), 0);
+    EXPECT_EQ(self->id.ino, st.st_ino);
+    EXPECT_EQ(self->id.dev, st.st_dev);
+}
