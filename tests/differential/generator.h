@@ -130,12 +130,12 @@ public:
     // asks for the path glibc found, not the name (so glibc too knows the
     // object only by its path and SONAME).
     bool resolver_is_glibc_given_paths(const GenTree& t) const;
-    // The runtime's second limit: its model is built at the first dlopen
-    // it sees, so what the process changed before then (files replaced or
-    // removed, the current directory) is read as it is then, not as glibc
-    // saw it at start-up.  True when `t` with a first operation that builds
-    // the model before any event (dlopen(libc.so.6, RTLD_NOLOAD) from the
-    // program: no search, no change) gives exactly glibc's answers.
+    // A diagnosis, not an excuse: the runtime builds its model at the first
+    // dlopen it sees, and must read what the start-up did as glibc did it,
+    // whatever the process changed before then.  True when `t` with a first
+    // operation that builds the model before any event (dlopen(libc.so.6,
+    // RTLD_NOLOAD) from the program: no search, no change) gives exactly
+    // glibc's answers, i.e. a difference lies in reading the start-up late.
     bool resolver_is_model_built_late(const GenTree& t) const;
     bool can_use_cache() const { return can_cache_; }
     // The loader's machine: the sysroot's (an arm64 root is built for with
