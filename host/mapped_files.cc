@@ -1,11 +1,13 @@
 #include "host/mapped_files.h"
 
-#include "host/real_fs.h"
-
+#include <fcntl.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 namespace ldshim::host {
 namespace {
@@ -25,16 +27,47 @@ void skip_spaces(std::string_view& s) {
 
 }  // namespace
 
+// The maps file is read in pieces and only the mappings of a file's start
+// (offset 0, where an ELF object's first segment is) are kept: a large
+// process has thousands of lines, and a loaded object is named by its first
+// segment.
 MappedFiles MappedFiles::of_this_process() {
-    std::string text;
-    if (read_whole_file("/proc/self/maps", text) != 0) return {};
-    return parse(text);
+    MappedFiles out;
+    int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    char buf[16384];
+    std::size_t have = 0;
+    for (;;) {
+        ssize_t n = ::read(fd, buf + have, sizeof buf - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        have += static_cast<std::size_t>(n);
+        std::string_view text(buf, have);
+        const std::size_t last_nl = text.rfind('\n');
+        if (last_nl == std::string_view::npos) {
+            if (have == sizeof buf) break;  // a line longer than the buffer: not a maps file
+            continue;
+        }
+        out.add_lines(text.substr(0, last_nl + 1));
+        have -= last_nl + 1;
+        std::memmove(buf, buf + last_nl + 1, have);
+    }
+    ::close(fd);
+    out.add_lines(std::string_view(buf, have));
+    out.sort();
+    return out;
+}
+
+MappedFiles MappedFiles::parse(std::string_view maps) {
+    MappedFiles out;
+    out.add_lines(maps);
+    out.sort();
+    return out;
 }
 
 // "lo-hi perms offset major:minor inode   path"; anonymous mappings have
 // inode 0 and no file to name.
-MappedFiles MappedFiles::parse(std::string_view maps) {
-    MappedFiles out;
+void MappedFiles::add_lines(std::string_view maps) {
     constexpr std::string_view kDeleted = " (deleted)";
     while (!maps.empty()) {
         const std::size_t nl = maps.find('\n');
@@ -46,7 +79,7 @@ MappedFiles MappedFiles::parse(std::string_view maps) {
         const std::size_t perms = 5;  // "rwxp "
         if (!take_number(line, m.lo, 16, '-') || !take_number(line, m.hi, 16, ' ') || line.size() < perms) continue;
         line.remove_prefix(perms);
-        if (!take_number(line, offset, 16, ' ') || !take_number(line, major, 16, ':') ||
+        if (!take_number(line, offset, 16, ' ') || offset != 0 || !take_number(line, major, 16, ':') ||
             !take_number(line, minor, 16, ' ') || !take_number(line, ino, 10, ' ') || ino == 0)
             continue;
         skip_spaces(line);
@@ -56,14 +89,17 @@ MappedFiles MappedFiles::parse(std::string_view maps) {
         }
         m.file.id = {static_cast<std::uint64_t>(makedev(major, minor)), ino};
         m.file.path = std::string(line);
-        out.maps_.push_back(std::move(m));
+        maps_.push_back(std::move(m));
     }
-    std::sort(out.maps_.begin(), out.maps_.end(), [](const Map& a, const Map& b) { return a.lo < b.lo; });
-    return out;
+}
+
+void MappedFiles::sort() {
+    std::sort(maps_.begin(), maps_.end(), [](const Map& a, const Map& b) { return a.lo < b.lo; });
 }
 
 const MappedFiles::File* MappedFiles::at(std::uintptr_t addr) const {
-    auto it = std::upper_bound(maps_.begin(), maps_.end(), addr, [](std::uintptr_t a, const Map& m) { return a < m.lo; });
+    auto it =
+        std::upper_bound(maps_.begin(), maps_.end(), addr, [](std::uintptr_t a, const Map& m) { return a < m.lo; });
     if (it == maps_.begin() || addr >= std::prev(it)->hi) return nullptr;
     return &std::prev(it)->file;
 }

@@ -1,7 +1,7 @@
-// Which file each of this process's mappings is, as the kernel records it
-// (/proc/self/maps): the (st_dev, st_ino) and path of the file mapped, which
-// stay those of the file the loader opened after its path was removed, or
-// made to name another file.
+// Which file this process maps where, as the kernel records it
+// (/proc/self/maps): the (st_dev, st_ino) and path of the file whose start
+// (offset 0) a mapping holds, which stay those of the file the loader opened
+// after its path was removed, or made to name another file.
 #pragma once
 
 #include "loader/fs.h"
@@ -26,7 +26,8 @@ public:
         std::string path;  // as the kernel prints it (" (deleted)" removed)
         bool deleted = false;
     };
-    // The file mapped at `addr`, if a file is.
+    // The file whose start is mapped at `addr`, if one is (an object's
+    // first segment maps its file from offset 0).
     const File* at(std::uintptr_t addr) const;
     bool empty() const { return maps_.empty(); }
 
@@ -35,6 +36,8 @@ private:
         std::uintptr_t lo, hi;
         File file;
     };
+    void add_lines(std::string_view maps);
+    void sort();
     std::vector<Map> maps_;  // by address
 };
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -10,7 +11,7 @@
 
 using ldshim::host::MappedFiles;
 
-TEST(MappedFiles, each_mapping_names_its_file_by_device_and_inode_even_once_deleted) {
+TEST(MappedFiles, a_file_start_names_its_file_by_device_and_inode_even_once_deleted) {
     auto m = MappedFiles::parse(
         "7f0000000000-7f0000001000 r--p 00000000 fe:01 1234                       /usr/lib/libx.so\n"
         "7f0000001000-7f0000003000 r-xp 00001000 fe:01 1234                       /usr/lib/libx.so\n"
@@ -18,12 +19,13 @@ TEST(MappedFiles, each_mapping_names_its_file_by_device_and_inode_even_once_dele
         "7f0000010000-7f0000011000 r--p 00000000 08:11 99 /tmp/t/lib/liby.so (deleted)\n"
         "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]\n"
         "garbage line\n");
-    const auto* x = m.at(0x7f0000001800);
+    const auto* x = m.at(0x7f0000000800);
     ASSERT_NE(x, nullptr);
     EXPECT_EQ(x->id.dev, static_cast<std::uint64_t>(makedev(0xfe, 0x01)));
     EXPECT_EQ(x->id.ino, 1234u);
     EXPECT_EQ(x->path, "/usr/lib/libx.so");
     EXPECT_FALSE(x->deleted);
+    EXPECT_EQ(m.at(0x7f0000001800), nullptr) << "only a file's start is kept";
     EXPECT_EQ(m.at(0x7f0000003800), nullptr) << "an anonymous mapping names no file";
     EXPECT_EQ(m.at(0x7ffc00000010), nullptr);
     EXPECT_EQ(m.at(0x7f0000004000), nullptr) << "past every mapping";
@@ -37,7 +39,7 @@ TEST(MappedFiles, each_mapping_names_its_file_by_device_and_inode_even_once_dele
 TEST(MappedFiles, this_process_maps_its_own_program_as_stat_sees_it) {
     auto m = MappedFiles::of_this_process();
     ASSERT_FALSE(m.empty());
-    const auto* self = m.at(reinterpret_cast<std::uintptr_t>(&MappedFiles::parse));
+    const auto* self = m.at(getauxval(AT_PHDR));  // in the first segment
     ASSERT_NE(self, nullptr);
     struct stat st {};
     ASSERT_EQ(stat("/proc/self/exe", &st), 0);
