@@ -37,6 +37,27 @@ std::string header_item(const std::string& dir, const std::string& sub) {
     return s;
 }
 
+// A path with the steps that cannot lead elsewhere taken out: repeated
+// slashes, "." steps.  (A ".." step can: through a symbolic link.)  Two
+// paths that give the same key name the same file.
+std::string same_file_key(std::string_view path) {
+    std::string out;
+    out.reserve(path.size());
+    std::size_t i = 0;
+    if (!path.empty() && path[0] == '/') out = "/";
+    while (i < path.size()) {
+        std::size_t j = path.find('/', i);
+        if (j == std::string_view::npos) j = path.size();
+        std::string_view step = path.substr(i, j - i);
+        if (!step.empty() && step != ".") {
+            if (!out.empty() && out.back() != '/') out += '/';
+            out += step;
+        }
+        i = j + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 Engine::Engine(LoaderConfig cfg, Fs& fs, const LdCache& cache, TraceSink* sink, EngineOptions opts)
@@ -189,6 +210,11 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
 Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int owner, bool runpath, Source src) {
     std::optional<Label> current;
     bool any = false;
+    // A live process's start-up, emulated now: a directory missing now was
+    // there then if what the start-up loaded from it says so, so every
+    // candidate is tried (the statuses learnt are replaced by glibc's own
+    // record after start-up).
+    const bool prune = !process_start_;
     for (std::size_t i = 0; i < list.size(); ++i) {
         DirEntry& d = *list[i];
         // A header per run of entries that share a label (the pooled one).
@@ -203,7 +229,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             });
         bool here_any = false;
         for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
-            if (d.status[c] == DirStatus::nonexisting) continue;
+            if (prune && d.status[c] == DirStatus::nonexisting) continue;
             std::string cand = d.dirname + cfg_.subdirs[c] + req.name;
             emit(TraceEvent::Kind::trying, cand);
             OpenOutcome o = open_verify(cand, req);
@@ -249,7 +275,7 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
     }
     // A list whose directories all turned out missing is dropped for good
     // (RPATH/RUNPATH only; the system and environment lists stay).
-    if (!any && owner >= 0) {
+    if (!any && owner >= 0 && prune) {
         ++record_changes_;
         Object& o = objects_[static_cast<std::size_t>(owner)];
         (runpath ? o.runpath_state : o.rpath_state) = Object::List::dropped;
@@ -604,7 +630,9 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
         o.found_via = found.owner;
     }
     emit_made([&] { return TraceEvent::result(o.name, ns, o.found_by, req.name); });
-    return {add_object(std::move(o)), true};
+    const int idx = add_object(std::move(o));
+    start_paths_.emplace(same_file_key(next->name), idx);
+    return {idx, true};
 }
 
 // The next object the start-up loaded, if a lookup of `name` (opened as
@@ -621,15 +649,11 @@ const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name
     return named ? &all[taken_at_start_] : nullptr;
 }
 
-// The live object whose l_name is `path`, or -1.
+// The object loaded at start-up so far whose l_name names the file at
+// `path` (by same_file_key), or -1.
 int Engine::loaded_by_path(const std::string& path) const {
-    auto it = by_name_.find(path);
-    if (it == by_name_.end()) return -1;
-    for (int i : it->second) {
-        const Object& o = objects_[static_cast<std::size_t>(i)];
-        if (o.name == path && !o.removed) return i;
-    }
-    return -1;
+    auto it = start_paths_.find(same_file_key(path));
+    return it == start_paths_.end() ? -1 : it->second;
 }
 
 // glibc's _dl_map_object_deps: the walk starts with errno cleared, and puts
@@ -697,6 +721,8 @@ StartResult Engine::start(const std::string& program, OpenResult opened, std::op
     add_initial_objects(program, facts.facts);
     process_start_ = std::move(process);
     taken_at_start_ = 0;
+    start_paths_.clear();
+    if (rtld_ >= 0) start_paths_.emplace(same_file_key(objects_[static_cast<std::size_t>(rtld_)].name), rtld_);
 
     // Search paths: the main program's RUNPATH (or else RPATH), then
     // LD_LIBRARY_PATH, each created now so that they own their pool entries.
@@ -716,6 +742,7 @@ StartResult Engine::start(const std::string& program, OpenResult opened, std::op
         res.error = opts_.argv0 + ": error while loading shared libraries: " + err->rtld_text();
     }
     process_start_.reset();
+    start_paths_.clear();
     return res;
 }
 

@@ -285,7 +285,8 @@ private:
     // and how many of them the emulation has taken.
     std::optional<ProcessStart> process_start_;
     std::size_t taken_at_start_ = 0;
-    std::vector<std::string> tried_at_start_;  // the candidates of the current lookup
+    std::vector<std::string> tried_at_start_;           // the candidates of the current lookup
+    std::unordered_map<std::string, int> start_paths_;  // what it loaded, by same_file_key of the l_name
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
