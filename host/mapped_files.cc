@@ -73,6 +73,10 @@ void MappedFiles::add_lines(std::string_view maps) {
         const std::size_t nl = maps.find('\n');
         std::string_view line = maps.substr(0, nl);
         maps.remove_prefix(nl == std::string_view::npos ? maps.size() : nl + 1);
+        // Most lines map no file's start: their offset field is looked at
+        // before anything is parsed.
+        const std::size_t offset_at = line.find(' ', line.find(' ') + 1) + 1;
+        if (offset_at == 0 || offset_at >= line.size() || line.substr(offset_at, 9) != "00000000 ") continue;
         Map m{};
         unsigned major = 0, minor = 0;
         std::uint64_t ino = 0, offset = 0;

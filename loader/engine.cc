@@ -41,6 +41,9 @@ std::string header_item(const std::string& dir, const std::string& sub) {
 // slashes, "." steps.  (A ".." step can: through a symbolic link.)  Two
 // paths that give the same key name the same file.
 std::string same_file_key(std::string_view path) {
+    if (path.find("//") == std::string_view::npos && path.find("/./") == std::string_view::npos &&
+        !path.starts_with("./") && !path.ends_with("/."))
+        return std::string(path);
     std::string out;
     out.reserve(path.size());
     std::size_t i = 0;
@@ -210,10 +213,10 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
 Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int owner, bool runpath, Source src) {
     std::optional<Label> current;
     bool any = false;
-    // A live process's start-up, emulated now: a directory missing now was
-    // there then if what the start-up loaded from it says so, so every
-    // candidate is tried (the statuses learnt are replaced by glibc's own
-    // record after start-up).
+    // A live process's start-up, emulated now: a directory missing now may
+    // have been there then, so its candidates are noted for the match with
+    // what the start-up loaded (admit_loaded), though not opened, and no
+    // list is given up (glibc's own record replaces the statuses after it).
     const bool prune = !process_start_;
     for (std::size_t i = 0; i < list.size(); ++i) {
         DirEntry& d = *list[i];
@@ -229,7 +232,10 @@ Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int own
             });
         bool here_any = false;
         for (std::size_t c = 0; c < cfg_.subdirs.size(); ++c) {
-            if (prune && d.status[c] == DirStatus::nonexisting) continue;
+            if (d.status[c] == DirStatus::nonexisting) {
+                if (!prune) tried_at_start_.push_back(d.dirname + cfg_.subdirs[c] + req.name);
+                continue;
+            }
             std::string cand = d.dirname + cfg_.subdirs[c] + req.name;
             emit(TraceEvent::Kind::trying, cand);
             OpenOutcome o = open_verify(cand, req);
@@ -614,7 +620,7 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
         if (found.status == OpenOutcome::Status::fatal) return admit(loader, req, ns, std::move(found));
         return admit(loader, req, ns, OpenOutcome{});
     }
-    ++taken_at_start_;
+    taken_at_start_ = next_at_start_ + 1;
     Object o;
     o.kind = Object::Kind::library;
     o.name = next->name;
@@ -635,18 +641,23 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
     return {idx, true};
 }
 
-// The next object the start-up loaded, if a lookup of `name` (opened as
-// `path_asked`, for a name with a slash) names it.
+// The first object the start-up loaded, not taken yet, that a lookup of
+// `name` (opened as `path_asked`, for a name with a slash) names; nullptr if
+// none.  In load order it is the next one; any it passes over (an object
+// the emulation does not know of, such as a preload another tool's
+// environment added) is left to the process's walk, as anything dlopen'ed.
 const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name, const std::string& path_asked) {
     const auto& all = process_start_->loaded;
-    // ld.so and the vDSO are in the model from the start.
-    while (taken_at_start_ < all.size() && by_name_.contains(all[taken_at_start_].name)) ++taken_at_start_;
-    if (taken_at_start_ == all.size()) return nullptr;
-    const std::string& l_name = all[taken_at_start_].name;
-    const bool named = !path_asked.empty() ? l_name == path_asked
-                                           : l_name.size() > name.size() && l_name.ends_with(name) &&
-                                                 l_name[l_name.size() - name.size() - 1] == '/';
-    return named ? &all[taken_at_start_] : nullptr;
+    auto named = [&](const std::string& l_name) {
+        if (!path_asked.empty()) return l_name == path_asked;
+        return l_name.size() > name.size() && l_name.ends_with(name) && l_name[l_name.size() - name.size() - 1] == '/';
+    };
+    for (std::size_t i = taken_at_start_; i < all.size(); ++i)
+        if (named(all[i].name) && !by_name_.contains(all[i].name)) {  // ld.so and the vDSO are there from the start
+            next_at_start_ = i;
+            return &all[i];
+        }
+    return nullptr;
 }
 
 // The object loaded at start-up so far whose l_name names the file at

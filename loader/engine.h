@@ -284,7 +284,7 @@ private:
     // What the live process's start-up loaded, while start() emulates it,
     // and how many of them the emulation has taken.
     std::optional<ProcessStart> process_start_;
-    std::size_t taken_at_start_ = 0;
+    std::size_t taken_at_start_ = 0, next_at_start_ = 0;
     std::vector<std::string> tried_at_start_;           // the candidates of the current lookup
     std::unordered_map<std::string, int> start_paths_;  // what it loaded, by same_file_key of the l_name
     // The loader's errno as it flows between system calls: it decides

@@ -435,3 +435,21 @@ TEST(ProcessStart, a_relative_name_takes_its_origin_from_the_directory_current_a
     ASSERT_GE(r, 0);
     EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(r)].origin, "/start/lib");
 }
+
+// Another tool's environment may load at start-up what the model's does not
+// name (valgrind's preloads): that object is left to the process's walk and
+// the rest is still taken.
+TEST(ProcessStart, an_object_the_emulation_does_not_know_of_holds_up_nothing_after_it) {
+    World w;
+    w.prog({.needed = {"libA.so"}, .rpath = "/rp"});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ASSERT_TRUE(w.engine
+                    ->start("/t/prog", {},
+                            live_start({{"/tool/vgpreload_core.so", facts_of({}), {}},
+                                        {"/rp/libA.so", facts_of({.soname = "libA.so"}), {3, 4}}}))
+                    .ok);
+    int a = w.engine->find_object("libA.so");
+    ASSERT_GE(a, 0);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(a)].id, (FileId{3, 4}));
+    EXPECT_EQ(w.engine->find_object("/tool/vgpreload_core.so"), -1);
+}
