@@ -641,22 +641,31 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
     return {idx, true};
 }
 
-// The first object the start-up loaded, not taken yet, that a lookup of
-// `name` (opened as `path_asked`, for a name with a slash) names; nullptr if
-// none.  In load order it is the next one; any it passes over (an object
-// the emulation does not know of, such as a preload another tool's
-// environment added) is left to the process's walk, as anything dlopen'ed.
+// The next object the start-up loaded, if a lookup of `name` (opened as
+// `path_asked`, for a name with a slash) names it; nullptr if not.  An
+// object that nothing loaded at start-up needs by name is passed over on
+// the way (a preload that another tool's environment added, which the
+// environment the model reads does not name): it is left to the process's
+// walk, as anything dlopen'ed.  One that is needed stops the way, for it
+// is some later lookup's answer.
 const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name, const std::string& path_asked) {
     const auto& all = process_start_->loaded;
     auto named = [&](const std::string& l_name) {
         if (!path_asked.empty()) return l_name == path_asked;
         return l_name.size() > name.size() && l_name.ends_with(name) && l_name[l_name.size() - name.size() - 1] == '/';
     };
-    for (std::size_t i = taken_at_start_; i < all.size(); ++i)
-        if (named(all[i].name) && !by_name_.contains(all[i].name)) {  // ld.so and the vDSO are there from the start
+    for (std::size_t i = taken_at_start_; i < all.size(); ++i) {
+        const ProcessStart::Loaded& o = all[i];
+        if (by_name_.contains(o.name)) continue;  // ld.so and the vDSO are there from the start
+        if (named(o.name)) {
             next_at_start_ = i;
-            return &all[i];
+            return &o;
         }
+        const std::string_view base = std::string_view(o.name).substr(o.name.rfind('/') + 1);
+        if (needed_at_start_.contains(std::string(base)) ||
+            (o.facts.soname && needed_at_start_.contains(*o.facts.soname)))
+            return nullptr;
+    }
     return nullptr;
 }
 
@@ -733,6 +742,12 @@ StartResult Engine::start(const std::string& program, OpenResult opened, std::op
     process_start_ = std::move(process);
     taken_at_start_ = 0;
     start_paths_.clear();
+    needed_at_start_.clear();
+    if (process_start_) {
+        needed_at_start_.insert(facts.facts.needed.begin(), facts.facts.needed.end());
+        for (const auto& o : process_start_->loaded)
+            needed_at_start_.insert(o.facts.needed.begin(), o.facts.needed.end());
+    }
     if (rtld_ >= 0) start_paths_.emplace(same_file_key(objects_[static_cast<std::size_t>(rtld_)].name), rtld_);
 
     // Search paths: the main program's RUNPATH (or else RPATH), then
@@ -754,6 +769,7 @@ StartResult Engine::start(const std::string& program, OpenResult opened, std::op
     }
     process_start_.reset();
     start_paths_.clear();
+    needed_at_start_.clear();
     return res;
 }
 

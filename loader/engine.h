@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ldshim::loader {
@@ -287,6 +288,7 @@ private:
     std::size_t taken_at_start_ = 0, next_at_start_ = 0;
     std::vector<std::string> tried_at_start_;           // the candidates of the current lookup
     std::unordered_map<std::string, int> start_paths_;  // what it loaded, by same_file_key of the l_name
+    std::unordered_set<std::string> needed_at_start_;   // every DT_NEEDED of what it loaded
     // The loader's errno as it flows between system calls: it decides
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;

@@ -453,3 +453,26 @@ TEST(ProcessStart, an_object_the_emulation_does_not_know_of_holds_up_nothing_aft
     EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(a)].id, (FileId{3, 4}));
     EXPECT_EQ(w.engine->find_object("/tool/vgpreload_core.so"), -1);
 }
+
+// A preload that failed at start-up is not a dependency of the same name
+// loaded later (libqg0.so from a library's RPATH; generator seed 20272938).
+TEST(ProcessStart, a_failed_preload_is_not_a_later_dependency_of_its_name) {
+    World w;
+    w.opts.preload = "libP.so";
+    w.lib("/deps/libQ.so", {.soname = "libQ.so", .needed = {"libP.so"}, .rpath = "/deps"});
+    w.lib("/deps/libP.so", {.soname = "libP.so"});
+    w.prog({.needed = {"libQ.so"}, .rpath = "/deps/../nowhere:/deps"});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    w.engine->set_keep_going(true);
+    ASSERT_TRUE(w.engine
+                    ->start("/t/prog", {},
+                            live_start({{"/deps/libQ.so",
+                                         facts_of({.soname = "libQ.so", .needed = {"libP.so"}, .rpath = "/deps"}),
+                                         {}},
+                                        {"/deps/libP.so", facts_of({.soname = "libP.so"}), {}}}))
+                    .ok);
+    EXPECT_TRUE(w.engine->preloads().empty());
+    int q = w.engine->find_object("libQ.so"), p = w.engine->find_object("libP.so");
+    ASSERT_GE(p, 0);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(p)].loader, q);
+}
