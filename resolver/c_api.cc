@@ -254,33 +254,47 @@ bool let_glibc_search(const Request& q, const Resolution& r) {
     return true;
 }
 
-// A file found in the current directory through an empty list element has
-// a name without '/', which glibc, handed it, would search for again from
-// ldshim: glibc searches for it from the caller instead, and names the
-// object as it would.  Without a return point it is handed "./NAME".
-void* open_found_bare(const Request& q, const Resolution& r) {
+// A path that glibc, handed it, would not take to the object the model
+// means: a new object's name without '/' (a file found in the current
+// directory through an empty list element), which it would search for
+// again from ldshim, or a name another loaded object has too (a file
+// replaced under a loaded one's path and loaded anew), by which it would
+// return the first of them.  glibc is asked as the caller instead, and does
+// what it would have done.  Without a return point it is handed the path
+// spelt so that no loaded object has it as a name ("./NAME", "DIR/./NAME"):
+// it opens the file, and knows a loaded one by its identity.
+bool glibc_must_open_itself(const Resolution& r) {
+    if (r.path_names_another) return r.kind == Resolution::Kind::found || r.kind == Resolution::Kind::loaded;
+    return r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/');
+}
+
+void* open_found_by_glibc(const Request& q, const Resolution& r) {
     void* h = nullptr;
     if (q.lmid == LM_ID_BASE && glibc_dlopen_as_caller(q, q.mode, &h)) {
         note_opened(q, h);
         return h;
     }
-    return open_through(q, ("./" + r.path).c_str(), q.mode, q.lmid == LM_ID_BASE);
+    const std::size_t slash = r.path.rfind('/');
+    const std::string spelt =
+        slash == std::string::npos ? "./" + r.path : r.path.substr(0, slash) + "/." + r.path.substr(slash);
+    return open_through(q, spelt.c_str(), q.mode, q.lmid == LM_ID_BASE);
 }
 
 // The model's answer `r`, carried out through `next`.
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
-    // A bare name found is opened by glibc's own search (open_found_bare),
-    // which teaches glibc what the model learnt without a second one.
-    const bool bare = r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/');
-    const bool glibc_searched = !bare && let_glibc_search(q, r);
+    // What glibc must open itself (open_found_by_glibc) it finds by its own
+    // search, which teaches it what the model learnt without a second one.
+    const bool by_glibc = glibc_must_open_itself(r);
+    const bool glibc_searched = !by_glibc && let_glibc_search(q, r);
     switch (r.kind) {
         case Resolution::Kind::loaded:
+            if (by_glibc) return open_found_by_glibc(q, r);
             // By its own name: glibc returns the same object, one more reference.
             return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
         case Resolution::Kind::found:
-            if (bare) return open_found_bare(q, r);
+            if (by_glibc) return open_found_by_glibc(q, r);
             // A new namespace is not the model's: nothing there to follow.
             return open_through(q, r.path.c_str(), q.mode, base);
         case Resolution::Kind::not_found:

@@ -826,6 +826,9 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     const Object& o = engine_->objects()[static_cast<std::size_t>(m.object)];
     r.kind = m.is_new ? Resolution::Kind::found : Resolution::Kind::loaded;
     r.path = o.kind == Object::Kind::main ? std::string() : o.name;
+    if (!r.path.empty())
+        for (int i : engine_->objects_named(r.path))
+            if (i != m.object) r.path_names_another = true;
     if (!m.is_new && !dirty_ && file && by_name_alone(*req.name, o)) remember_loaded(*req.name, o);
     if (details) r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
     return r;

@@ -436,6 +436,26 @@ TEST(ResolverEvents, an_adopted_object_whose_file_was_replaced_is_not_the_new_fi
     EXPECT_TRUE(has(r, "RESULT " + lib + "/../lib/libevr.so #2")) << ::testing::PrintToString(r);
 }
 
+// A library replaced under a loaded one's path: a dlopen that reaches the
+// new file by that path through a token (glibc matches names before it
+// expands them) loads it as a new object under the same l_name, which a
+// later relative name reaches too (generator seed 20281121).
+TEST(ResolverEvents, a_file_replaced_under_a_loaded_path_is_a_new_object_under_the_same_name) {
+    Tree t;
+    evlib(t, "lib/libevw.so", 1);
+    evlib(t, "spare/libevw.so", 2);
+    driver(t, std::nullopt, {.rpath = "$ORIGIN/../lib"});
+    ASSERT_EQ(sh("cp " + quote(t.abs("lib/libevw.so")) + " " + quote(t.abs("spare/libevw1.so"))), 0);
+    const std::string l_name = t.abs("bin/../lib/libevw.so");
+    auto r = same_as_glibc(t,
+                           {"o:libevw.so", "x:" + put("spare/libevw.so", "lib/libevw.so"), "o:$ORIGIN/../lib/libevw.so",
+                            "d:lib", "o:../lib/libevw.so"},
+                           {}, "", put("spare/libevw1.so", "lib/libevw.so"));
+    EXPECT_TRUE(has(r, "RESULT " + l_name + " #1")) << ::testing::PrintToString(r);
+    EXPECT_TRUE(has(r, "RESULT " + l_name + " #2")) << ::testing::PrintToString(r);
+    EXPECT_FALSE(has(r, "RESULT ../lib/libevw.so #2")) << ::testing::PrintToString(r);
+}
+
 // Two threads dlopen at once, one of them a library whose constructor
 // dlopens again: no deadlock, and each gets glibc's answer.
 TEST(ResolverEvents, two_threads_dlopen_at_once) {
