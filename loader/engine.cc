@@ -607,7 +607,8 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
     // A file the process holds already: the same-file answer, as then.
     if (found.status == OpenOutcome::Status::found && found.image->id().valid() && by_id_.contains(found.image->id()))
         return admit(loader, req, ns, std::move(found));
-    const ProcessStart::Loaded* next = next_loaded_at_start(req.name, path_asked);
+    const ProcessStart::Loaded* next = next_loaded_at_start(
+        req.name, path_asked, found.status == OpenOutcome::Status::found ? found.path : std::string());
     const auto tried_next =
         next ? std::find(tried_at_start_.begin(), tried_at_start_.end(), next->name) : tried_at_start_.end();
     for (auto cand = tried_at_start_.begin(); cand != tried_next; ++cand)
@@ -642,22 +643,28 @@ MapOutcome Engine::admit_loaded(int loader, const Request& req, unsigned ns, Ope
 }
 
 // The next object the start-up loaded, if a lookup of `name` (opened as
-// `path_asked`, for a name with a slash) names it; nullptr if not.  An
+// `path_asked`, for a name with a slash; the emulation found `found_now`)
+// names it; nullptr if not.  An
 // object that nothing loaded at start-up needs by name is passed over on
 // the way (a preload that another tool's environment added, which the
 // environment the model reads does not name): it is left to the process's
 // walk, as anything dlopen'ed.  One that is needed stops the way, for it
 // is some later lookup's answer.
-const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name, const std::string& path_asked) {
+const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name, const std::string& path_asked,
+                                                         const std::string& found_now) {
     const auto& all = process_start_->loaded;
-    auto named = [&](const std::string& l_name) {
-        if (!path_asked.empty()) return l_name == path_asked;
-        return l_name.size() > name.size() && l_name.ends_with(name) && l_name[l_name.size() - name.size() - 1] == '/';
+    // A directory's candidate ends in the name; the cache's is the file of
+    // that SONAME (ldconfig lists a library by its SONAME).
+    auto named = [&](const ProcessStart::Loaded& o) {
+        if (!path_asked.empty()) return o.name == path_asked;
+        return o.name == found_now || (o.facts.soname && *o.facts.soname == name) ||
+               (o.name.size() > name.size() && o.name.ends_with(name) &&
+                o.name[o.name.size() - name.size() - 1] == '/');
     };
     for (std::size_t i = taken_at_start_; i < all.size(); ++i) {
         const ProcessStart::Loaded& o = all[i];
         if (by_name_.contains(o.name)) continue;  // ld.so and the vDSO are there from the start
-        if (named(o.name)) {
+        if (named(o)) {
             next_at_start_ = i;
             return &o;
         }

@@ -227,7 +227,8 @@ private:
     // admit() while emulating a live process's start-up (process_start_).
     MapOutcome admit_loaded(int loader, const Request& req, unsigned ns, OpenOutcome found,
                             const std::string& path_asked);
-    const ProcessStart::Loaded* next_loaded_at_start(const std::string& name, const std::string& path_asked);
+    const ProcessStart::Loaded* next_loaded_at_start(const std::string& name, const std::string& path_asked,
+                                                     const std::string& found_now);
     int loaded_by_path(const std::string& path) const;
     // Trace what a list of `idx` leaves out: dropped elements, or the whole
     // list when glibc gave it up.

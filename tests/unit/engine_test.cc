@@ -476,3 +476,18 @@ TEST(ProcessStart, a_failed_preload_is_not_a_later_dependency_of_its_name) {
     ASSERT_GE(p, 0);
     EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(p)].loader, q);
 }
+
+// ld.so.cache lists a library by its SONAME, at a file of another name: the
+// object the start-up loaded for that name is the one of that SONAME
+// (generator seed 20278370).
+TEST(ProcessStart, a_library_found_by_its_soname_in_the_cache_is_taken_whatever_its_file_name) {
+    World w;
+    w.prog({.needed = {"libS.so.1"}});
+    w.engine = std::make_unique<Engine>(w.cfg, w.fs, w.cache, &w.rec, w.opts);
+    ASSERT_TRUE(
+        w.engine->start("/t/prog", {}, live_start({{"/c/libS-1.2.so", facts_of({.soname = "libS.so.1"}), {5, 6}}})).ok);
+    int s = w.engine->find_object("libS.so.1");
+    ASSERT_GE(s, 0);
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(s)].name, "/c/libS-1.2.so");
+    EXPECT_EQ(w.engine->objects()[static_cast<std::size_t>(s)].id, (FileId{5, 6}));
+}
