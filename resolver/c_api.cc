@@ -264,8 +264,7 @@ bool let_glibc_search(const Request& q, const Resolution& r) {
 // spelt so that no loaded object has it as a name ("./NAME", "DIR/./NAME"):
 // it opens the file, and knows a loaded one by its identity.
 bool glibc_must_open_itself(const Resolution& r) {
-    if (r.path_names_another) return r.kind == Resolution::Kind::found || r.kind == Resolution::Kind::loaded;
-    return r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/');
+    return r.path_names_another || (r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/'));
 }
 
 void* open_found_by_glibc(const Request& q, const Resolution& r) {
@@ -284,17 +283,15 @@ void* open_found_by_glibc(const Request& q, const Resolution& r) {
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
-    // What glibc must open itself (open_found_by_glibc) it finds by its own
-    // search, which teaches it what the model learnt without a second one.
-    const bool by_glibc = glibc_must_open_itself(r);
-    const bool glibc_searched = !by_glibc && let_glibc_search(q, r);
+    // What glibc must open itself it finds by its own search, which
+    // teaches it what the model learnt without a second one.
+    if (glibc_must_open_itself(r)) return open_found_by_glibc(q, r);
+    const bool glibc_searched = let_glibc_search(q, r);
     switch (r.kind) {
         case Resolution::Kind::loaded:
-            if (by_glibc) return open_found_by_glibc(q, r);
             // By its own name: glibc returns the same object, one more reference.
             return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
         case Resolution::Kind::found:
-            if (by_glibc) return open_found_by_glibc(q, r);
             // A new namespace is not the model's: nothing there to follow.
             return open_through(q, r.path.c_str(), q.mode, base);
         case Resolution::Kind::not_found:

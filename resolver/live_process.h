@@ -42,7 +42,7 @@ struct Resolution {
     // running the same search itself: handed a path, it would not, and its
     // own later searches (the new object's dependencies) would differ.
     bool record_changed = false;
-    // The path is also a name of another loaded object (a file replaced
+    // loaded or found: the path is also a name of another loaded object (a file replaced
     // under a loaded one's path was loaded as a new object of the same
     // name): glibc, handed it, would return the first of them.
     bool path_names_another = false;
