@@ -1,6 +1,7 @@
 #include "hooks/as_caller.h"
 
 #include "host/loaded_objects.h"
+#include "host/settings.h"
 
 #include <elf.h>
 #include <link.h>
@@ -73,10 +74,22 @@ bool shadow_stack_on() noexcept { return true; }  // no recipe for this machine
 std::optional<ReturnPoint> find_in(std::uintptr_t, std::uintptr_t, std::uintptr_t) noexcept { return std::nullopt; }
 #endif
 
+// A shadow stack found off stays off for the thread's life: it can only be
+// turned on before the thread's first return (glibc does it at start-up,
+// and a new thread takes its creator's state), so "off" is asked once.
+[[gnu::tls_model("initial-exec")]] thread_local bool t_shadow_stack_off = false;
+
+bool shadow_stack_on_now() noexcept {
+    if (t_shadow_stack_off) return false;
+    const bool on = shadow_stack_on();
+    t_shadow_stack_off = !on;
+    return on;
+}
+
 }  // namespace
 
 std::optional<ReturnPoint> return_point_in(const void* caller) noexcept {
-    if (shadow_stack_on()) return std::nullopt;
+    if (host::settings().no_return_points || shadow_stack_on_now()) return std::nullopt;
     const auto at = reinterpret_cast<std::uintptr_t>(caller);
     std::optional<ReturnPoint> found;
     // The walk holds the loader's lock, so the segment stays mapped while it

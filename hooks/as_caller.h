@@ -27,7 +27,8 @@ struct ReturnPoint {
 };
 
 // A return point in the object whose code holds `caller`, or nullopt (no
-// object holds it, no such code in its segment, or a shadow stack is on).
+// object holds it, no such code in its segment, a shadow stack is on, or
+// LDSHIM_RETURN_POINTS=0 asks for the shadow stack's fallbacks).
 // Walks the loaded objects once (host/loaded_objects.h); allocates nothing.
 std::optional<ReturnPoint> return_point_in(const void* caller) noexcept;
 

@@ -47,9 +47,12 @@ bool flag(const char* name) {
     s.debug = flag("LDSHIM_DEBUG");
     s.cuda_hooks = flag("LDSHIM_CUDA_HOOKS");
     s.hooks_log = env("LDSHIM_HOOKS_LOG");
+    const char* rp = env("LDSHIM_RETURN_POINTS");
+    s.no_return_points = rp && rp[0] == '0' && !rp[1];
     // Secure mode is asked only when a variable is set: in a process that
     // sets none the answer changes nothing, and getauxval is one more lookup.
-    if ((s.disabled || s.debug || s.cuda_hooks || s.hooks_log) && getauxval(AT_SECURE)) s = Settings{};
+    if ((s.disabled || s.debug || s.cuda_hooks || s.hooks_log || s.no_return_points) && getauxval(AT_SECURE))
+        s = Settings{};
     g_settings = s;
     find_libc_functions();
     g_ready.store(true, std::memory_order_release);

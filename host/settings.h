@@ -11,6 +11,8 @@ struct Settings {
     bool debug;             // LDSHIM_DEBUG: one line per decision on stderr
     bool cuda_hooks;        // LDSHIM_CUDA_HOOKS: the preload installs the CUDA hooks too
     const char* hooks_log;  // LDSHIM_HOOKS_LOG: the file the preload writes the hooks' log to at exit
+    bool no_return_points;  // LDSHIM_RETURN_POINTS=0: call nothing from a return point in another object,
+                            // as under a shadow stack (hooks/as_caller.h), so that its fallbacks can be tried
 };
 
 // All false until read, and in secure mode.
