@@ -177,12 +177,10 @@ enum class Verdict : std::uint8_t {
 };
 
 // After an open that may have loaded something: the model and the hooks
-// learn what changed.
-[[gnu::noinline]] void note_opened(const Request& q, void* h) {
-    // glibc's dlopen returns the object's link_map; another dlopen's handle
-    // is not read.
-    const bool glibc = q.dlopen_next == &host::libc_dlopen;
-    if (LiveProcess* lp = LiveProcess::existing()) lp->note_opened(glibc ? h : nullptr);
+// learn what changed.  `link_map`: `h` is glibc's own handle (another
+// dlopen's is not read).
+[[gnu::noinline]] void note_opened(void* h, bool link_map) {
+    if (LiveProcess* lp = LiveProcess::existing()) lp->note_opened(link_map ? h : nullptr);
     if (h) hooks::Patcher::instance().refresh();  // patch what this dlopen brought in
 }
 
@@ -196,7 +194,7 @@ inline void* open_through(const Request& q, const char* path, int mode, bool cha
     void* h = q.open(path, mode);
     t_forwarded_file = saved_file;
     t_forwarded_next = saved_next;
-    if (changes) note_opened(q, h);
+    if (changes) note_opened(h, q.dlopen_next == &host::libc_dlopen);
     return h;
 }
 
@@ -229,15 +227,18 @@ bool came_back(const char* file, const void* next) {
 // lose the name asked for.
 bool passing_through(const char* file) { return file && file == t_forwarded_file; }
 
-// glibc's own dlopen(file, mode) called as the caller would call it: from a
-// return point in the caller's object (hooks/as_caller.h), so glibc takes
-// the caller's search lists.  False where there is none (a shadow stack).
-bool glibc_dlopen_as_caller(const Request& q, int mode, void** handle) {
-    ldshim_dlopen_fn glibc = host::libc_dlopen_function();
-    std::optional<hooks::ReturnPoint> rp = glibc ? hooks::return_point_in(q.caller) : std::nullopt;
+// glibc's own dlopen(file, mode), or dlmopen(q.lmid, file, mode), called as
+// the caller would call it: from a return point in the caller's object
+// (hooks/as_caller.h), so glibc takes the caller's search lists.  False
+// where there is none (a shadow stack, LDSHIM_RETURN_POINTS=0).
+bool glibc_as_caller(const Request& q, const char* file, int mode, void** handle) {
+    void* fn = q.dlmopen() ? reinterpret_cast<void*>(host::libc_dlmopen_function())
+                           : reinterpret_cast<void*>(host::libc_dlopen_function());
+    std::optional<hooks::ReturnPoint> rp = fn ? hooks::return_point_in(q.caller) : std::nullopt;
     if (!rp) return false;
-    *handle = hooks::call_from(*rp, reinterpret_cast<void*>(glibc), const_cast<char*>(q.file),
-                               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(mode)), nullptr);
+    const auto* m = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(mode));
+    *handle = q.dlmopen() ? hooks::call_from(*rp, fn, reinterpret_cast<void*>(q.lmid), file, m)
+                          : hooks::call_from(*rp, fn, const_cast<char*>(file), m, nullptr);
     return true;
 }
 
@@ -249,9 +250,44 @@ bool glibc_dlopen_as_caller(const Request& q, int mode, void** handle) {
 bool let_glibc_search(const Request& q, const Resolution& r) {
     if (!r.record_changed || q.lmid != LM_ID_BASE || std::strchr(q.file, '/')) return false;
     void* h = nullptr;
-    if (!glibc_dlopen_as_caller(q, RTLD_LAZY | RTLD_NOLOAD, &h)) return false;
+    if (!glibc_as_caller(q, q.file, RTLD_LAZY | RTLD_NOLOAD, &h)) return false;
     if (h) dlclose(h);  // already loaded: it took a reference
     return true;
+}
+
+// After `next` opened the model's answer by its path: glibc knows the
+// object by that path and its SONAME, but not by the name the caller asked
+// for (Resolution::name_added), which its own search would have added; a
+// later DT_NEEDED of that name would then be searched for again, and fail
+// or load a second copy.  The same search from the caller with RTLD_NOLOAD
+// reaches the object's file, and glibc adds the name and returns it
+// (elf/dl-load.c, _dl_map_object_from_fd: the identity check comes before
+// the RTLD_NOLOAD test); it loads nothing.  Where `next` opened another
+// file (a path translator's), that search finds no loaded object and adds
+// nothing.  Without a return point only a name whose search does not
+// depend on the caller (a slash and no dynamic string token) is taught.
+// Too late for one shape: an object that needs itself by the name asked
+// for has already failed to load.
+void teach_name(const Request& q, const Resolution& r) {
+    if (!r.name_added || q.lmid != LM_ID_BASE) return;
+    void* h = nullptr;
+    if (!glibc_as_caller(q, q.file, RTLD_LAZY | RTLD_NOLOAD, &h)) {
+        ldshim_dlopen_fn glibc = host::libc_dlopen_function();
+        if (!glibc || !std::strchr(q.file, '/') || std::strchr(q.file, '$')) {
+            if (host::settings().debug)
+                std::fprintf(stderr,
+                             "ldshim:   no return point (a shadow stack, or LDSHIM_RETURN_POINTS=0): glibc does not "
+                             "know %s by \"%s\"; a later need of that name is searched for again\n",
+                             r.path.c_str(), q.file);
+            return;
+        }
+        h = glibc(q.file, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    if (h) {
+        dlclose(h);  // the reference it took
+    } else if (host::dlerror_fn take = host::libc_dlerror_function()) {
+        take();  // its failure is not the caller's: the caller's dlopen succeeded
+    }
 }
 
 // A path that glibc, handed it, would not take to the object the model
@@ -267,10 +303,27 @@ bool glibc_must_open_itself(const Resolution& r) {
     return r.path_names_another || (r.kind == Resolution::Kind::found && !std::strchr(r.path.c_str(), '/'));
 }
 
+// An object the load brings in needs the name asked for
+// (Resolution::name_needed_by_load): opened by its path, the load would
+// fail, and teaching the name afterwards is too late.  glibc opens it
+// first, as the caller with the name; `next` then opens the path and finds
+// it loaded, so the interposer still sees the call and what it returns.
+// The reference glibc's open took is dropped again.  Without a return
+// point, `next` opens the path and the load fails as before.
+void* open_needed_by_itself(const Request& q, const Resolution& r) {
+    void* first = nullptr;
+    if (!glibc_as_caller(q, q.file, q.mode, &first)) return open_through(q, r.path.c_str(), q.mode, true);
+    note_opened(first, true);
+    if (!first) return nullptr;  // glibc's own failure, in its dlerror()
+    void* h = open_through(q, r.path.c_str(), q.mode, false);
+    dlclose(first);
+    return h;
+}
+
 void* open_found_by_glibc(const Request& q, const Resolution& r) {
     void* h = nullptr;
-    if (q.lmid == LM_ID_BASE && glibc_dlopen_as_caller(q, q.mode, &h)) {
-        note_opened(q, h);
+    if (q.lmid == LM_ID_BASE && glibc_as_caller(q, q.file, q.mode, &h)) {
+        note_opened(h, true);
         return h;
     }
     const std::size_t slash = r.path.rfind('/');
@@ -279,31 +332,49 @@ void* open_found_by_glibc(const Request& q, const Resolution& r) {
     return open_through(q, spelt.c_str(), q.mode, q.lmid == LM_ID_BASE);
 }
 
-// The model's answer `r`, carried out through `next`.
+// The model's answer `r`, carried out so that glibc ends up holding what it
+// would hold had the caller called it itself.
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
+    // `next` is glibc's own: glibc is called as the caller with the name
+    // asked for.  Its search is the model's, so it reaches the same answer,
+    // and it is exact by construction where a path is not: glibc records
+    // the name (an object that needs itself by it included), the
+    // directories its search learnt about, and its own error text.
+    if (void* h = nullptr; q.glibc_next() && glibc_as_caller(q, q.file, q.mode, &h)) {
+        set_error(kNoError);
+        if (base && (r.kind == Resolution::Kind::found || (h && r.kind != Resolution::Kind::loaded)))
+            note_opened(h, true);
+        return h;
+    }
+    // `next` is an interposer (ucm, a sanitizer, a path translator), which
+    // must see the call, or there is no return point: `next` opens the
+    // answer by its path, and glibc is taught the rest.
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
-    // What glibc must open itself it finds by its own search, which
-    // teaches it what the model learnt without a second one.
     if (glibc_must_open_itself(r)) return open_found_by_glibc(q, r);
     const bool glibc_searched = let_glibc_search(q, r);
+    void* h = nullptr;
     switch (r.kind) {
         case Resolution::Kind::loaded:
             // By its own name: glibc returns the same object, one more reference.
-            return open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
+            h = open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
+            break;
         case Resolution::Kind::found:
+            if (base && r.name_needed_by_load) return open_needed_by_itself(q, r);
             // A new namespace is not the model's: nothing there to follow.
-            return open_through(q, r.path.c_str(), q.mode, base);
+            h = open_through(q, r.path.c_str(), q.mode, base);
+            break;
         case Resolution::Kind::not_found:
             // Leave glibc's own dlerror() with the same text: the same name
             // with RTLD_NOLOAD fails the same way when glibc, asked from
             // here, finds nothing either -- and loads nothing if it does.
             if (base && !r.error.empty() && !glibc_searched)
-                if (void* h = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(h);
+                if (void* n = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(n);
             return nullptr;
-        case Resolution::Kind::unresolved: break;
+        case Resolution::Kind::unresolved: return q.open(q.file, q.mode);
     }
-    return q.open(q.file, q.mode);
+    if (h) teach_name(q, r);
+    return h;
 }
 
 // A request the fast path did not answer: asked of the model.

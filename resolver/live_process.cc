@@ -347,6 +347,13 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     // started says whether glibc gave it up then.
     if (cache_unchanged_since_start()) note_cache_use_locked(0);
     engine_->set_keep_going(false);
+    // glibc reads the cache when a dlopen's search first consults it, and
+    // keeps that copy to the end of the dlopen.
+    engine_->set_before_cache_lookup([this] {
+        if (cache_read_in_call_) return;
+        read_cache_locked();
+        cache_read_in_call_ = true;
+    });
     note_added(0);
     words_ = host::loader_words();
 }
@@ -789,7 +796,8 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     req.noload = noload;
     if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
     const std::size_t before = engine_->objects().size();
-    read_cache_locked();
+    const bool named_before = file && !engine_->objects_named(*req.name).empty();
+    cache_read_in_call_ = false;  // read again at this call's first cache lookup, if it makes one
     const std::uint64_t lookups = engine_->cache_lookups();
     const std::uint64_t changes = engine_->record_changes();
     MapOutcome m = engine_->dlopen(req);
@@ -829,6 +837,12 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     if (!r.path.empty())
         for (int i : engine_->objects_named(r.path))
             if (i != m.object) r.path_names_another = true;
+    r.name_added = file && !named_before && *req.name != o.name && !(o.facts.soname && *o.facts.soname == *req.name);
+    if (r.name_added && m.is_new)
+        for (std::size_t i = before; i < engine_->objects().size() && !r.name_needed_by_load; ++i) {
+            const auto& needed = engine_->objects()[i].facts.needed;
+            r.name_needed_by_load = std::find(needed.begin(), needed.end(), *req.name) != needed.end();
+        }
     if (!m.is_new && !dirty_ && file && by_name_alone(*req.name, o)) remember_loaded(*req.name, o);
     if (details) r.rule = m.is_new ? source_text(o.found_by) : "already loaded";
     return r;

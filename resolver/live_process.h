@@ -46,6 +46,16 @@ struct Resolution {
     // under a loaded one's path was loaded as a new object of the same
     // name): glibc, handed it, would return the first of them.
     bool path_names_another = false;
+    // loaded or found: the name asked for is none glibc knew an object by
+    // before this call (not its path, its SONAME, or a name already added):
+    // glibc, called by the caller, would have added it to the object
+    // (elf/dl-load.c: add_name_to_object), and a later DT_NEEDED of that
+    // name would match it there.
+    bool name_added = false;
+    // found: an object the load brings in needs the name asked for, which
+    // glibc matches to the object being loaded only because its search
+    // added the name first; opened by its path, the load fails.
+    bool name_needed_by_load = false;
 };
 
 class LiveProcess {
@@ -149,6 +159,7 @@ private:
     bool opened_went_alone_locked();
     void forget_pending_locked();
     void read_cache_locked();
+    bool cache_read_in_call_ = false;  // this resolve() has read the cache (engine's lookup hook)
     bool note_cache_use_locked(std::uint64_t lookups_before);
     bool cache_unchanged_since_start() const;
 

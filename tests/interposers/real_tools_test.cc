@@ -155,6 +155,100 @@ TEST(RealInterposers, programs_built_with_a_sanitizer_find_their_runpath_library
             "TSan runtime and this kernel's address-space layout)\n");
 }
 
+namespace {
+
+// The shapes of "glibc knows it by the name asked for": libjul (RUNPATH
+// $ORIGIN/jl) dlopens "libfoo.so", which has no SONAME or another one;
+// then other/libbar.so, with no search list and DT_NEEDED "libfoo.so", is
+// dlopen'ed by the program or by libjul (argv[2] "l"); then the program
+// asks for "libfoo.so" with RTLD_NOLOAD.  glibc alone binds libbar to the
+// loaded libfoo by that name.  Built with `flags`.
+void build_named_case(Tree& t, const std::string& dir, const std::string& flags, const std::string& soname) {
+    t.write(dir + "/jul.c",
+            "#include <dlfcn.h>\n"
+            "void *jul_open(const char *n, int m) { void *h = dlopen(n, m); __asm__ volatile(\"\" ::: \"memory\"); "
+            "return h; }\n");
+    t.write(dir + "/foo.c", "int foo(void) { return 1; }\n");
+    t.write(dir + "/bar.c", "int foo(void);\nint bar(void) { return foo() + 1; }\n");
+    t.write(
+        dir + "/main.c",
+        "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "void *jul_open(const char *n, int m);\n"
+        "static void show(const char *what, void *h) {\n"
+        "    struct link_map *lm = NULL;\n"
+        "    if (!h) { printf(\"%s ERROR %s\\n\", what, dlerror()); return; }\n"
+        "    dlinfo(h, RTLD_DI_LINKMAP, &lm);\n"
+        "    printf(\"%s %s\\n\", what, lm->l_name);\n}\n"
+        "int main(int argc, char **argv) {\n"
+        "    if (argc < 3) return 2;\n"
+        "    show(\"foo\", jul_open(\"libfoo.so\", RTLD_NOW));\n"
+        "    show(\"bar\", strcmp(argv[2], \"l\") == 0 ? jul_open(argv[1], RTLD_NOW) : dlopen(argv[1], RTLD_NOW));\n"
+        "    show(\"noload\", dlopen(\"libfoo.so\", RTLD_NOW | RTLD_NOLOAD));\n"
+        "    return 0;\n}\n");
+    std::string d = quote(t.abs(dir));
+    std::string so = soname.empty() ? "" : " -Wl,-soname," + soname;
+    std::string cmd = "cd " + d + " && mkdir -p bin lib/jl other && cc -shared -fPIC -o lib/jl/libfoo.so foo.c" + so +
+                      " && cc -shared -fPIC -o other/libbar.so bar.c -Llib/jl -l:libfoo.so" +
+                      (soname.empty() ? "" : " && patchelf --replace-needed " + soname + " libfoo.so other/libbar.so") +
+                      " && cc " + flags + " -O0 -shared -fPIC -o lib/libjul.so jul.c -ldl -Wl,--enable-new-dtags " +
+                      "-Wl,-rpath,'$ORIGIN/jl' && cc " + flags + " -O0 -o bin/prog main.c -Llib -ljul -ldl " +
+                      "-Wl,-rpath,'$ORIGIN/../lib'";
+    ASSERT_EQ(sh(cmd), 0) << cmd;
+}
+
+std::vector<std::string> named_case_lines(Tree& t, const std::string& dir, const std::string& cmd, bool from_jul) {
+    std::string out = t.abs(".out/named");
+    const std::string bar = t.abs(dir + "/other/libbar.so");
+    sh("cd " + quote(t.abs(dir)) + " && timeout 120 " + cmd + " " + quote(bar) + (from_jul ? " l" : " p") + " > " +
+       quote(out) + " 2>/dev/null");
+    return read_lines(out);
+}
+
+}  // namespace
+
+// Behind AddressSanitizer's dlopen interceptor (ldshim first in LD_PRELOAD:
+// the interceptor is ldshim's `next`, and opens the path it is handed) and
+// in front of it (ASan's runtime first): whatever ldshim opens for the
+// caller, glibc knows by the name asked for, as with the plain program and
+// glibc alone (the oracle).  Under ASan alone the first dlopen already fails
+// (glibc searches from libasan): the interceptor is really on the path.
+TEST(RealInterposers, behind_asan_a_library_is_known_by_the_name_it_was_opened_by) {
+    if (const char* emulator = ldshim::testmachine::emulator())
+        GTEST_SKIP() << "SKIPPED: under " << emulator << ": this machine's sanitizer runtime";
+    Tree t;
+    std::string gasan = runtime(t, "readlink -f \"$(gcc -print-file-name=libasan.so)\"");
+    if (gasan.empty()) GTEST_SKIP() << "SKIPPED: gcc's libasan is not installed";
+    const std::string opts = "env ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 ";
+    int shapes = 0;
+    for (const std::string soname : {"", "libfoo.so.1"})
+        for (bool from_jul : {false, true}) {
+            const std::string plain = "plain" + std::to_string(shapes), asan = "asan" + std::to_string(shapes);
+            ++shapes;
+            build_named_case(t, plain, "", soname);
+            build_named_case(t, asan, "-fsanitize=address", soname);
+            auto truth = named_case_lines(t, plain, "./bin/prog", from_jul);
+            ASSERT_EQ(truth.size(), 3u) << ::testing::PrintToString(truth);
+            for (auto& l : truth)
+                l = l.substr(0, l.find(' ') + 1) + (l.find(" ERROR ") == std::string::npos ? "ok" : l);
+            ASSERT_EQ(truth, (std::vector<std::string>{"foo ok", "bar ok", "noload ok"}));
+            auto alone = named_case_lines(t, asan, opts + "./bin/prog", from_jul);
+            ASSERT_FALSE(alone.empty());
+            EXPECT_NE(alone[0].find("foo ERROR"), std::string::npos) << "ASan alone does not show the bug";
+            for (const auto& [order, env] : std::vector<std::pair<std::string, std::string>>{
+                     {"behind ldshim", "LD_PRELOAD=" + kPreload},
+                     {"in front", "LD_PRELOAD=" + gasan + ":" + kPreload}}) {
+                auto got = named_case_lines(t, asan, opts + env + " ./bin/prog", from_jul);
+                // The same objects as the plain program, each under its own tree.
+                auto want = named_case_lines(t, plain, "./bin/prog", from_jul);
+                for (auto& l : want)
+                    if (auto at = l.find(t.abs(plain)); at != std::string::npos)
+                        l.replace(at, t.abs(plain).size(), t.abs(asan));
+                EXPECT_EQ(got, want) << "SONAME '" << soname << "', libbar from "
+                                     << (from_jul ? "libjul" : "the program") << ", ASan " << order;
+            }
+        }
+}
+
 TEST(RealInterposers, sanitizer_runtimes_preloaded_into_a_plain_program_are_repaired_in_either_order) {
     if (const char* emulator = ldshim::testmachine::emulator())
         GTEST_SKIP() << "SKIPPED: under " << emulator

@@ -101,11 +101,11 @@ Outcome compare_all(const Tree& t, const std::string& prog, const std::vector<st
     fixed.emplace_back("INTERPOSER_USE_LDSHIM", "1");
     check(t.real(prog, direct, fixed), "interposer + ldshim_dlopen_via");
     for (const auto& [kind, so] : interposer_kinds(t)) {
-        Env front = env, behind = env;
+        Env front = env, behind_env = env;
         front.emplace_back("LD_PRELOAD", so + ":" + PRELOAD_LIB_PATH);
-        behind.emplace_back("LD_PRELOAD", std::string(PRELOAD_LIB_PATH) + ":" + so);
+        behind_env.emplace_back("LD_PRELOAD", std::string(PRELOAD_LIB_PATH) + ":" + so);
         check(t.real(prog, direct, front), (kind + " in front of ldshim").c_str());
-        check(t.real(prog, direct, behind), (kind + " behind ldshim").c_str());
+        check(t.real(prog, direct, behind_env), (kind + " behind ldshim").c_str());
     }
     bug.emplace_back("LD_PRELOAD", interposer(t));
     return {a, t.real(prog, direct, bug)};
@@ -263,6 +263,83 @@ TEST(Resolver, a_name_only_the_model_holds_is_handed_to_glibc_as_the_path) {
     Capture r = same_as_glibc(t, "bin/prog", {"l:libopenlibm.so", "o:libopenlibm.so", "o:libopenlibm.so"});
     ASSERT_EQ(r.results.size(), 3u) << ::testing::PrintToString(r.errors);
     for (const auto& x : r.results) EXPECT_EQ(x, t.abs("bin") + "/../lib/julia/libopenlibm.so");
+}
+
+// What ldshim opens, glibc knows by the name it was asked for, as it would
+// had the caller called it: lib/jl/libfoo.so, which libjulia's RPATH finds
+// for dlopen("libfoo.so"), has no SONAME or another one, and
+// other/libbar.so, which has no search list, needs "libfoo.so": glibc
+// binds it to the loaded libfoo by that name.  Opened by its path alone,
+// libfoo would be known to glibc by its path and SONAME only, and libbar
+// would fail ("libfoo.so: cannot open shared object file").  Every way in
+// (the preload, ldshim_dlopen_from, ldshim_dlopen_via from a ucm-like GOT
+// patcher, each kind of interposer in front of ldshim and behind it).
+namespace {
+void a_library_is_known_by_the_name_it_was_opened_by(const std::string& soname, bool bar_from_library) {
+    Tree t;
+    t.lib("lib/jl/libfoo.so", so(soname));
+    t.lib("other/libbar.so", {.needs = {"lib/jl/libfoo.so"}});
+    if (!soname.empty()) t.patchelf({"--replace-needed", soname, "libfoo.so", "other/libbar.so"});
+    t.julia({.rpath = "$ORIGIN/jl"});
+    const std::string bar = t.abs("other/libbar.so");
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libfoo.so", (bar_from_library ? "l:" : "o:") + bar, "n:libfoo.so"});
+    ASSERT_EQ(r.results.size(), 3u) << ::testing::PrintToString(r.errors);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/jl/libfoo.so");
+    EXPECT_EQ(r.results[1], bar);
+    EXPECT_EQ(r.results[2], r.results[0]);
+}
+}  // namespace
+
+TEST(Resolver, a_library_without_soname_is_needed_by_the_name_it_was_opened_by_from_the_program) {
+    a_library_is_known_by_the_name_it_was_opened_by("", false);
+}
+TEST(Resolver, a_library_without_soname_is_needed_by_the_name_it_was_opened_by_from_the_library) {
+    a_library_is_known_by_the_name_it_was_opened_by("", true);
+}
+TEST(Resolver, a_library_with_a_versioned_soname_is_needed_by_its_development_name_from_the_program) {
+    a_library_is_known_by_the_name_it_was_opened_by("libfoo.so.1", false);
+}
+TEST(Resolver, a_library_with_a_versioned_soname_is_needed_by_its_development_name_from_the_library) {
+    a_library_is_known_by_the_name_it_was_opened_by("libfoo.so.1", true);
+}
+
+// A library that needs itself by the name it was opened by (SONAME
+// libqg2.so.1, DT_NEEDED libqg2.so): glibc matches the need to the object
+// being loaded, since its search added that name first.  Opened by its path
+// the load fails, so glibc opens it as the caller with the name, before any
+// interposer in `next` sees the call.
+TEST(Resolver, a_library_that_needs_itself_by_the_name_it_was_opened_by_loads) {
+    Tree t;
+    t.lib("lib/d1/libqg2.so", so("libqg2.so.1"));
+    t.patchelf({"--add-needed", "libqg2.so", "lib/d1/libqg2.so"});
+    t.julia({.rpath = "$ORIGIN/d1"});
+    Capture r = same_as_glibc(t, "bin/prog", {"l:libqg2.so", "n:libqg2.so"});
+    ASSERT_EQ(r.results.size(), 2u) << ::testing::PrintToString(r.errors);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/d1/libqg2.so");
+}
+
+// Without a return point (a shadow stack; LDSHIM_RETURN_POINTS=0 asks for
+// the same fallback) glibc cannot be called as the caller: the original
+// report is still repaired in every way in, by the path, and the debug line
+// says what glibc then lacks -- the name asked for, which libbar's need of
+// "libfoo.so" would have matched (docs/fidelity.md).
+TEST(Resolver, without_return_points_the_path_is_opened_and_the_missing_name_said) {
+    Tree t;
+    t.lib("lib/julia/libopenlibm.so", so());
+    t.julia({.rpath = "$ORIGIN:$ORIGIN/julia"});
+    Outcome o = compare_all(t, "bin/prog", {"l:libopenlibm.so"}, {{"LDSHIM_RETURN_POINTS", "0"}});
+    ASSERT_EQ(o.glibc.results.size(), 1u);
+    EXPECT_EQ(paths_only(o.glibc).results[0], t.abs("bin") + "/../lib/julia/libopenlibm.so");
+    Capture dbg = t.real("bin/prog", {"l:libopenlibm.so"},
+                         {{"LD_PRELOAD", PRELOAD_LIB_PATH}, {"LDSHIM_DEBUG", "1"}, {"LDSHIM_RETURN_POINTS", "0"}});
+    EXPECT_TRUE(std::any_of(dbg.errors.begin(), dbg.errors.end(), [](const std::string& l) {
+        return l.find("no return point") != std::string::npos && l.find("by \"libopenlibm.so\"") != std::string::npos;
+    })) << ::testing::PrintToString(dbg.errors);
+    // With return points glibc is asked as the caller: nothing to say.
+    Capture rp = t.real("bin/prog", {"l:libopenlibm.so"}, {{"LD_PRELOAD", PRELOAD_LIB_PATH}, {"LDSHIM_DEBUG", "1"}});
+    EXPECT_TRUE(std::none_of(rp.errors.begin(), rp.errors.end(), [](const std::string& l) {
+        return l.find("no return point") != std::string::npos;
+    })) << ::testing::PrintToString(rp.errors);
 }
 
 TEST(Resolver, foreign_class_file_is_skipped) {
