@@ -511,6 +511,7 @@ Engine::OpenOutcome Engine::search_cache(int loader, Request& req) {
     }
     emit(TraceEvent::Kind::search_cache, cfg_.cache_label);
     ++cache_lookups_;
+    if (before_cache_lookup_) before_cache_lookup_();
     auto hit = cache_.lookup(req.name.c_str(), cfg_);
     if (!hit) return found;
     emit(TraceEvent::Kind::trying, *hit);

@@ -15,6 +15,7 @@
 #include "loader/trace.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -183,6 +184,11 @@ public:
     // Startup under LD_TRACE_LOADED_OBJECTS continues past missing libraries;
     // a live process that got this far has none, and its dlopens fail normally.
     void set_keep_going(bool on) { opts_.keep_going = on; }
+    // Called each time a search is about to consult the cache: glibc reads
+    // ld.so.cache only then, and a runtime that follows the file refreshes
+    // the cache this engine was given there (a search that ends before the
+    // cache costs it nothing).
+    void set_before_cache_lookup(std::function<void()> f) { before_cache_lookup_ = std::move(f); }
 
 private:
     struct OpenOutcome {
@@ -294,6 +300,7 @@ private:
     // whether a list is abandoned and what a failure's message says.
     int errno_ = 0;
     std::uint64_t cache_lookups_ = 0;
+    std::function<void()> before_cache_lookup_;
     std::uint64_t record_changes_ = 0;
 };
 
