@@ -87,12 +87,19 @@ GenTree generate(std::uint64_t seed, bool with_cache, Machine machine, bool even
 // The tree as people read it ("@" is the tree's root).
 std::string describe(const GenTree& t);
 
+// LDSHIM_GEN_RETURN_POINTS=0: the resolver's runs set LDSHIM_RETURN_POINTS=0,
+// ldshim's fallback where a shadow stack leaves no return point.
+bool without_return_points();
+
 struct Verdict {
     bool broken = false;   // the tree could not be built or run (an error in the generator)
     bool started = false;  // the program got past startup under the real loader
     bool crashed = false;  // ... and then died of a signal (compared up to there)
     std::string report;    // ldsearch against the loader, as unified diffs ("" = the same)
     std::string resolver;  // ldshim_dlopen_from against dlopen ("" = the same)
+    // Operations glibc alone loaded where ldshim's run failed or loaded
+    // another object (the census; generator_run.cc: loaded_by_glibc_alone).
+    std::size_t glibc_only = 0;
     bool differs() const { return !report.empty(); }
     bool resolver_differs() const { return !resolver.empty(); }
 };

@@ -27,6 +27,12 @@
 #endif
 
 namespace ldshim::difftest::gen {
+
+bool without_return_points() {
+    const char* v = getenv("LDSHIM_GEN_RETURN_POINTS");
+    return v && std::string(v) == "0";
+}
+
 namespace {
 
 // s += " " + word, piecewise: that one expression trips GCC 12's -Wrestrict
@@ -317,6 +323,7 @@ int run_program(const GenTree& t, const TreePlace& w, const std::string& name, c
     std::string cmd = "env -i PATH=/usr/bin:/bin" + cpu_env();
     for (const auto& [k, v] : tree_env(t, w.path)) add_word(cmd, quote(k + "=" + v));
     if (!ldshim_lib.empty()) cmd += " LDSHIM_LIB=" + quote(ldshim_lib);
+    if (!ldshim_lib.empty() && without_return_points()) cmd += " LDSHIM_RETURN_POINTS=0";
     if (debug) cmd += " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + quote(w.path + "/.out/" + name + ".dbg");
     add_word(cmd, quote(prog_arg(t)));
     for (const auto& o : ops) add_word(cmd, quote(o));
@@ -385,6 +392,20 @@ int run_diff(const GenTree& t, const TreePlace& w) {
     cmd += " " + quote(ldsearch()) + " --diff -- " + quote(prog_arg(t));
     for (const auto& o : driver_ops(t, w.path, false)) add_word(cmd, quote(o));
     return sh(in_tree(t, w, cmd) + redirected(w, ".out/diff"));
+}
+
+// The census of "glibc succeeds, ldshim fails": operations whose line
+// under glibc alone is a load ("RESULT L_NAME", for each thread of a 't')
+// where ldshim's run printed anything else -- an error, nothing, or
+// another object.
+std::size_t loaded_by_glibc_alone(const std::vector<std::string>& glibc, const std::vector<std::string>& ldshim) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < glibc.size(); ++i) {
+        const std::string& g = glibc[i];
+        if (!g.starts_with("RESULT ") || g.starts_with("RESULT (not loaded)")) continue;
+        if (i >= ldshim.size() || ldshim[i] != g) ++n;
+    }
+    return n;
 }
 
 std::string section(const char* what, const std::vector<std::string>& a, const std::vector<std::string>& b,
@@ -467,8 +488,10 @@ Verdict Workshop::run(const GenTree& t, bool with_resolver) const {
         for (const auto& l : r.diff_out)
             if (!l.starts_with("RESULT ") && !l.starts_with("ERROR ") && l != "SKIP") v.report += "  " + l + "\n";
     }
-    if (r.ran_resolver)
+    if (r.ran_resolver) {
         v.resolver = section("runtime resolver", r.full_out, r.resolver_out, "dlopen", "ldshim_dlopen_from");
+        v.glibc_only = loaded_by_glibc_alone(r.full_out, r.resolver_out);
+    }
     bool full_crashed = r.full_status > 128;
     if (r.real_status == 2 || r.full_status == 2 ||
         (!full_crashed && !r.full_out.empty() && r.full_out.size() != t.ops.size())) {

@@ -8,6 +8,9 @@
 //   LDSHIM_GEN_JOBS=J       trees run at once (default: the number of CPUs)
 //   LDSHIM_GEN_RESOLVER=0   skip the runtime resolver's run (=report: print its
 //                           differences without failing)
+//   LDSHIM_GEN_RETURN_POINTS=0  the resolver without return points, as under a
+//                           shadow stack (LDSHIM_RETURN_POINTS=0): its one known
+//                           limit is then counted, not failed
 //   LDSHIM_GEN_SHRINK=K     shrink and print at most K differing trees (default 3)
 //   LDSHIM_GEN_VERBOSE=1    a line for every seed (2: and each differing tree, unshrunk)
 //   LDSHIM_GEN_SYSROOT=DIR  the loader of this root instead of this machine's
@@ -70,7 +73,7 @@ struct Tally {
     std::mutex mu;
     std::vector<std::uint64_t> differ, resolver_differ, resolver_known, broken;
     std::vector<std::string> broken_reports;
-    std::size_t started = 0, crashed = 0;
+    std::size_t started = 0, crashed = 0, glibc_only = 0;
 };
 
 // Runs every seed on `jobs` threads; each tree lives in its own directory.
@@ -82,12 +85,14 @@ void run_seeds(const Workshop& w, const std::vector<std::uint64_t>& seeds, bool 
         for (std::size_t i; (i = next++) < seeds.size();) {
             GenTree t = tree_of(w, seeds[i]);
             Verdict v = w.run(t, resolver);
-            bool known = v.resolver_differs() && w.resolver_is_glibc_given_paths(t);
+            // The known limit exists only without return points.
+            bool known = v.resolver_differs() && without_return_points() && w.resolver_is_glibc_given_paths(t);
             // Not excused, but said: a difference that building the model
             // before any event removes is one of reading the start-up late.
             bool late = v.resolver_differs() && !known && w.resolver_is_model_built_late(t);
             std::lock_guard<std::mutex> lock(tally.mu);
             tally.started += v.started;
+            tally.glibc_only += v.glibc_only;
             tally.crashed += v.crashed;
             if (v.broken) {
                 tally.broken.push_back(seeds[i]);
@@ -144,9 +149,9 @@ std::string seed_list(std::vector<std::uint64_t> seeds) {
 }  // namespace
 
 // ldsearch against the loader must agree on every tree, and so must the
-// runtime resolver, except for its one known limit
-// (Workshop::resolver_is_glibc_given_paths),
-// which is counted and shown.  LDSHIM_GEN_RESOLVER=report only prints the
+// runtime resolver; without return points (LDSHIM_GEN_RETURN_POINTS=0) its
+// one known limit there (Workshop::resolver_is_glibc_given_paths) is
+// counted and shown.  LDSHIM_GEN_RESOLVER=report only prints the
 // resolver's differences; =0 skips its run.
 TEST(Generator, random_trees_match_the_loader) {
     const char* sysroot = std::getenv("LDSHIM_GEN_SYSROOT");
@@ -183,14 +188,20 @@ TEST(Generator, random_trees_match_the_loader) {
         std::printf("the resolver differs on seeds:%s\n", seed_list(tally.resolver_differ).c_str());
     std::printf(
         "%zu trees: %zu differ (ldsearch against LD_DEBUG=libs; %zu got past startup; %zu broken%s); "
-        "resolver: %s; %.1f s, %.0f trees/minute%s\n",
+        "resolver: %s; census: %zu loaded by glibc alone%s; %.1f s, %.0f trees/minute%s\n",
         seeds.size(), tally.differ.size(), tally.started, tally.broken.size(),
         tally.crashed ? ("; " + std::to_string(tally.crashed) + " died of a signal, searches compared").c_str() : "",
         resolver ? (std::to_string(tally.resolver_differ.size()) + " differ, " +
                     std::to_string(tally.resolver_known.size()) + " known limit")
                        .c_str()
                  : "not run",
-        secs, secs > 0 ? 60.0 * static_cast<double>(seeds.size()) / secs : 0.0,
+        tally.glibc_only, without_return_points() ? " (no return points)" : "", secs,
+        secs > 0 ? 60.0 * static_cast<double>(seeds.size()) / secs : 0.0,
         w.can_use_cache() ? "" : " (no private ld.so.cache: unshare -m failed)");
     EXPECT_TRUE(tally.differ.empty());
+    // Never worse than glibc: every operation glibc alone loaded, ldshim
+    // loaded too, and the same object -- wherever a return point exists.
+    if (resolver && strict && !without_return_points()) {
+        EXPECT_EQ(tally.glibc_only, 0u);
+    }
 }
