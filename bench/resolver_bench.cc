@@ -12,6 +12,11 @@
 //       (a) as a plain program meets it: ldshim_dlopen_from(&main,
 //       "libm.so.6") + dlclose against glibc's dlopen + dlclose from main,
 //       interleaved blocks, the fastest block of each; prints the ratio.
+//   build/bench/resolver_bench --new [ROUNDS]
+//       a new library by a name that is not its SONAME (d3/libnew.so,
+//       SONAME libnew.so.1, asked as "libnew.so"; loaded and unloaded):
+//       ldshim_dlopen_from against glibc's dlopen from libcaller,
+//       interleaved blocks, the fastest block of each; prints the ratio.
 //   build/bench/resolver_bench --front [ROUNDS]
 //       (a) through ldshim's front entry in libcaller's dlopen slot, with an
 //       interposer that forwards by dlsym(RTLD_NEXT) behind it (the process
@@ -69,6 +74,7 @@ void build_fixture() {
               sh("cc -O2 -shared -fPIC -o " + d + "/libforwarder.so " + d + "/forwarder.c -ldl") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libtarget.so " + d + "/lib.c -Wl,-soname,libtarget.so.1") &&
               sh("cc -shared -fPIC -o " + d + "/d3/libfar.so " + d + "/lib.c") &&
+              sh("cc -shared -fPIC -o " + d + "/d3/libnew.so " + d + "/lib.c -Wl,-soname,libnew.so.1") &&
               sh("cc -shared -fPIC -o " + d + "/libcaller.so " + d +
                  "/caller.c -ldl -Wl,--disable-new-dtags -Wl,-rpath," + d + "/d1:" + d + "/d2:" + d + "/d3");
     if (!ok) {
@@ -252,6 +258,27 @@ int plain_program(int rounds) {
     return 0;
 }
 
+// A new library by a name that is not its SONAME, so that glibc must be
+// taught the name (ldshim calls glibc as the caller with it), from
+// libcaller both ways, interleaved as in plain_program.
+int new_library(int rounds) {
+    const int n = 200;
+    double glibc = 1e30, ldshim = 1e30;
+    for (int r = 0; r < rounds; ++r) {
+        glibc = std::min(glibc, median_ns([] { dlclose(g_caller_dlopen("libnew.so", RTLD_NOW)); }, 1, n));
+        ldshim = std::min(ldshim,
+                          median_ns([] { dlclose(ldshim_dlopen_from(g_caller_addr, "libnew.so", RTLD_NOW)); }, 1, n));
+    }
+    std::printf(
+        "d_new_by_other_name (libnew.so, SONAME libnew.so.1, third RPATH directory), fastest of %d x %d "
+        "calls (dlopen + dlclose)\n",
+        rounds, n);
+    std::printf("  glibc dlopen          %8.0f ns\n", glibc);
+    std::printf("  ldshim_dlopen_from    %8.0f ns  ldshim adds %6.0f ns (%.2fx)\n", ldshim, ldshim - glibc,
+                ldshim / glibc);
+    return 0;
+}
+
 // (a) three ways in one process, interleaved so that they share the machine's
 // state: glibc from libcaller, ldshim_dlopen_from, and libcaller's own call
 // through its slot (ldshim's front entry, then the interposer, then glibc).
@@ -309,6 +336,9 @@ int main(int argc, char** argv) {
     int rc = 0;
     if (argc >= 2 && std::strcmp(argv[1], "--plain") == 0) {
         rc = plain_program(argc >= 3 ? std::atoi(argv[2]) : 2000);
+    } else if (argc >= 2 && std::strcmp(argv[1], "--new") == 0) {
+        dlclose(ldshim_dlopen_from(g_caller_addr, "libnew.so", RTLD_NOW));  // the model built first
+        rc = new_library(argc >= 3 ? std::atoi(argv[2]) : 50);
     } else if (argc >= 2 && std::strcmp(argv[1], "--front") == 0) {
         setenv("LDSHIM_BENCH_DIR", g_dir.c_str(), 1);
         rc = front_entry(argc >= 3 ? std::atoi(argv[2]) : 15);
