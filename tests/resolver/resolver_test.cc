@@ -318,6 +318,18 @@ TEST(Resolver, a_library_that_needs_itself_by_the_name_it_was_opened_by_loads) {
     EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/d1/libqg2.so");
 }
 
+// The same into a new namespace (dlmopen(LM_ID_NEWLM)), which glibc then
+// searches from the caller alike.
+TEST(Resolver, a_library_that_needs_itself_by_the_name_it_was_opened_by_loads_into_a_new_namespace) {
+    Tree t;
+    t.lib("lib/d1/libqg2.so", so("libqg2.so.1"));
+    t.patchelf({"--add-needed", "libqg2.so", "lib/d1/libqg2.so"});
+    t.julia({.rpath = "$ORIGIN/d1"});
+    Capture r = same_as_glibc(t, "bin/prog", {"k:libqg2.so"});
+    ASSERT_EQ(r.results.size(), 1u) << ::testing::PrintToString(r.errors);
+    EXPECT_EQ(r.results[0], t.abs("bin") + "/../lib/d1/libqg2.so");
+}
+
 // Without a return point (a shadow stack; LDSHIM_RETURN_POINTS=0 asks for
 // the same fallback) glibc cannot be called as the caller: the original
 // report is still repaired in every way in, by the path, and the debug line
