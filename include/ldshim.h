@@ -137,9 +137,14 @@ const char* ldshim_version(void);
  * from the object that called dlopen.  When something sits in between (an
  * interposer that patched dlopen in the caller's GOT), these functions redo
  * the search as if `caller` -- any address inside the calling object, such
- * as a return address -- had called dlopen itself, then open the result by
- * its path, so the object in between no longer matters.  An address inside
- * no object (JIT code) counts as the main program, as in glibc.
+ * as a return address -- had called dlopen itself, so the object in between
+ * no longer matters.  The answer is opened so that glibc knows it as it
+ * would had the caller called it, by the name asked for too: where `next`
+ * is glibc's own, glibc itself is called from inside the caller's object;
+ * otherwise `next` opens the path, and glibc is then taught the name by an
+ * RTLD_NOLOAD search from the caller.  Under a shadow stack (CET, GCS) a
+ * bare name is not taught.  An address inside no object (JIT code) counts
+ * as the main program, as in glibc.
  * Thread-safe; no lock is held across the real dlopen. */
 
 /* dlopen with the caller taken from this function's own return address. */
