@@ -8,6 +8,7 @@
 #include "host/cpu.h"
 #include "host/real_fs.h"
 #include "loader/loaded_extent.h"
+#include "loader/paths.h"
 #include "machine/machine.h"
 
 #include <dirent.h>
@@ -125,9 +126,8 @@ std::optional<Answers> ask_loader(const std::string& rtld, const LoaderCpuEnv& e
             path = std::string(here) + "/" + path;
             std::free(here);
         }
-    std::size_t slash = path.rfind('/');
-    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
-    auto inputs = loader::probe_inputs(path.substr(slash + 1));
+    const std::string dir(loader::directory_of(path));
+    auto inputs = loader::probe_inputs(loader::base_name(path));
     std::vector<std::string> probe_env = env.entries;
     probe_env.push_back("LD_DEBUG=libs");
     probe_env.push_back("LD_PRELOAD=" + inputs.preload);

@@ -16,6 +16,7 @@
 
 #include "host/libc.h"
 #include "loader/loader_config.h"
+#include "loader/paths.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -38,11 +39,7 @@ constexpr std::string_view kLibMarker = "/ldshim-probe-lib/";
 constexpr std::string_view kProbeSubdir = "/ldshim/probe";
 constexpr std::string_view kHelper = "/libldshim-probe.so";
 
-std::string dir_of(const std::string& path) {
-    auto slash = path.rfind('/');
-    if (slash == std::string::npos) return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
+std::string dir_of(const std::string& path) { return std::string(loader::directory_of(path)); }
 
 void add_once(std::vector<std::string>& dirs, std::string dir) {
     for (const auto& d : dirs)

@@ -1,6 +1,7 @@
 #include "loader/engine.h"
 
 #include "loader/loader_env.h"
+#include "loader/paths.h"
 #include "loader/tokens.h"
 #include "loader/verify.h"
 
@@ -35,30 +36,6 @@ std::string header_item(const std::string& dir, const std::string& sub) {
     if (s.empty() || s == "/") return s;
     s.pop_back();
     return s;
-}
-
-// A path with the steps that cannot lead elsewhere taken out: repeated
-// slashes, "." steps.  (A ".." step can: through a symbolic link.)  Two
-// paths that give the same key name the same file.
-std::string same_file_key(std::string_view path) {
-    if (path.find("//") == std::string_view::npos && path.find("/./") == std::string_view::npos &&
-        !path.starts_with("./") && !path.ends_with("/."))
-        return std::string(path);
-    std::string out;
-    out.reserve(path.size());
-    std::size_t i = 0;
-    if (!path.empty() && path[0] == '/') out = "/";
-    while (i < path.size()) {
-        std::size_t j = path.find('/', i);
-        if (j == std::string_view::npos) j = path.size();
-        std::string_view step = path.substr(i, j - i);
-        if (!step.empty() && step != ".") {
-            if (!out.empty() && out.back() != '/') out += '/';
-            out += step;
-        }
-        i = j + 1;
-    }
-    return out;
 }
 
 }  // namespace
@@ -392,9 +369,7 @@ std::optional<std::string> Engine::origin_of_path(const std::string& path, const
         if (full.back() != '/') full += '/';
         full += path;
     }
-    auto slash = full.rfind('/');
-    if (slash == 0) return std::string("/");
-    return full.substr(0, slash);
+    return std::string(directory_of(full));
 }
 
 // glibc's _dl_map_object: a name already loaded, else a file found by the
@@ -658,9 +633,7 @@ const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name
     // that SONAME (ldconfig lists a library by its SONAME).
     auto named = [&](const ProcessStart::Loaded& o) {
         if (!path_asked.empty()) return o.name == path_asked;
-        return o.name == found_now || (o.facts.soname && *o.facts.soname == name) ||
-               (o.name.size() > name.size() && o.name.ends_with(name) &&
-                o.name[o.name.size() - name.size() - 1] == '/');
+        return o.name == found_now || (o.facts.soname && *o.facts.soname == name) || ends_in_component(o.name, name);
     };
     for (std::size_t i = taken_at_start_; i < all.size(); ++i) {
         const ProcessStart::Loaded& o = all[i];
@@ -669,7 +642,7 @@ const ProcessStart::Loaded* Engine::next_loaded_at_start(const std::string& name
             next_at_start_ = i;
             return &o;
         }
-        const std::string_view base = std::string_view(o.name).substr(o.name.rfind('/') + 1);
+        const std::string_view base = base_name(o.name);
         if (needed_at_start_.contains(std::string(base)) ||
             (o.facts.soname && needed_at_start_.contains(*o.facts.soname)))
             return nullptr;

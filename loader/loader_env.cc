@@ -1,6 +1,7 @@
 #include "loader/loader_env.h"
 
 #include "loader/engine.h"
+#include "loader/paths.h"
 
 namespace ldshim::loader {
 
@@ -60,8 +61,7 @@ void set_environment(EngineOptions& opts, const LoaderEnvironment& env) {
 std::optional<std::string> main_program_origin(const std::optional<std::string>& program_path,
                                                const std::optional<std::string>& origin_path, bool secure) {
     if (program_path && !program_path->empty() && program_path->front() == '/') {
-        auto slash = program_path->rfind('/');
-        return slash == 0 ? std::string("/") : program_path->substr(0, slash);
+        return std::string(directory_of(*program_path));
     }
     if (!origin_path || secure) return std::nullopt;
     std::string o = *origin_path;

@@ -21,6 +21,7 @@
 #include "host/libc.h"
 #include "host/settings.h"
 #include "ldshim.h"
+#include "loader/paths.h"
 #include "resolver/dlopen_entry.h"
 #include "resolver/live_process.h"
 
@@ -76,9 +77,8 @@ const std::string kNoError;
 std::string interposer_of(const void* next) {
     Dl_info info;
     if (!next || !dladdr(next, &info) || !info.dli_fname) return {};
-    const char* base = std::strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    bool glibc = std::strcmp(base, LIBC_SO) == 0 || std::strcmp(base, LIBDL_SO) == 0;
+    const std::string_view base = loader::base_name(info.dli_fname);
+    const bool glibc = base == LIBC_SO || base == LIBDL_SO;
     return glibc ? std::string() : std::string(base);
 }
 

@@ -9,6 +9,7 @@
 #include "host/settings.h"
 #include "host/startup_env.h"
 #include "loader/loaded_extent.h"
+#include "loader/paths.h"
 #include "machine/machine.h"
 
 #include <pthread.h>
@@ -108,11 +109,8 @@ std::string directory_it_was_named_from(std::string_view name, const host::Mappe
     if (mapped.deleted || name.empty() || path.find("/./") != std::string::npos ||
         path.find("/../") != std::string::npos || path.find("//") != std::string::npos)
         return {};
-    const std::string_view full = mapped.path;
-    if (full.size() <= name.size() + 1 || !full.ends_with(name) || full[full.size() - name.size() - 1] != '/')
-        return {};
-    std::string dir(full.substr(0, full.size() - name.size() - 1));
-    return dir.empty() ? "/" : dir;
+    if (!ends_in_component(mapped.path, name)) return {};
+    return std::string(directory_of(std::string_view(mapped.path).substr(0, mapped.path.size() - name.size())));
 }
 
 // The file glibc opened for a loaded object, by the identity it compares

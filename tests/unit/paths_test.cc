@@ -1,3 +1,4 @@
+#include "loader/paths.h"
 #include "loader/path_pool.h"
 
 #include <gtest/gtest.h>
@@ -65,4 +66,34 @@ TEST(PathLists, a_secure_list_keeps_only_trusted_origin_expansions) {
     ASSERT_EQ(drops.size(), 2u);
     EXPECT_EQ(drops[0].second, DstDrop::secure_position);
     EXPECT_EQ(drops[1].second, DstDrop::untrusted_dir);
+}
+
+// loader/paths.h: the rules over path strings written once.
+TEST(PathRules, the_directory_of_a_path_is_what_origin_takes) {
+    EXPECT_EQ(directory_of("/a/b/libx.so"), "/a/b");
+    EXPECT_EQ(directory_of("/libx.so"), "/");
+    EXPECT_EQ(directory_of("a/libx.so"), "a");
+    EXPECT_EQ(directory_of("libx.so"), ".");
+}
+
+TEST(PathRules, a_base_name_is_the_last_component) {
+    EXPECT_EQ(base_name("/a/b/libx.so"), "libx.so");
+    EXPECT_EQ(base_name("libx.so"), "libx.so");
+    EXPECT_EQ(base_name("/a/"), "");
+}
+
+TEST(PathRules, a_path_ends_in_a_name_only_at_a_component_boundary) {
+    EXPECT_TRUE(ends_in_component("/a/libx.so", "libx.so"));
+    EXPECT_TRUE(ends_in_component("/libx.so", "libx.so"));
+    EXPECT_TRUE(ends_in_component("d/sub/libx.so", "sub/libx.so"));
+    EXPECT_FALSE(ends_in_component("/a/mylibx.so", "libx.so"));
+    EXPECT_FALSE(ends_in_component("libx.so", "libx.so"));
+}
+
+TEST(PathRules, spellings_of_one_file_share_a_key_and_dot_dot_is_kept) {
+    EXPECT_EQ(same_file_key("/a//b/./libx.so"), "/a/b/libx.so");
+    EXPECT_EQ(same_file_key("./a/libx.so"), "a/libx.so");
+    EXPECT_EQ(same_file_key("/a/b/."), "/a/b");
+    EXPECT_EQ(same_file_key("/a/../b/libx.so"), "/a/../b/libx.so");
+    EXPECT_EQ(same_file_key("/a/b/libx.so"), "/a/b/libx.so");
 }
