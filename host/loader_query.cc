@@ -189,8 +189,7 @@ std::string_view own_build_id() {
     std::uintptr_t bias = 0;
     for (std::size_t i = 0; i < count; ++i)
         if (phdr[i].p_type == PT_PHDR) bias = reinterpret_cast<std::uintptr_t>(phdr) - phdr[i].p_vaddr;
-    static constexpr char kOwner[] = "GNU";  // the note's name, with its NUL
-    auto id = loader::LoadedExtent{phdr, count, bias}.note(NT_GNU_BUILD_ID, {kOwner, sizeof kOwner});
+    auto id = loader::LoadedExtent{phdr, count, bias}.note(NT_GNU_BUILD_ID, loader::kGnuNoteName);
     if (!id) return {};
     return {reinterpret_cast<const char*>(id->data()), id->size()};
 }

@@ -15,6 +15,9 @@
 
 namespace ldshim::loader {
 
+// The name GNU notes (the build ID's among them) carry, with its NUL.
+inline constexpr std::string_view kGnuNoteName{"GNU", 4};
+
 struct LoadedExtent {
     const ElfW(Phdr) * ph;
     std::size_t n;
