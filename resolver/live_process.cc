@@ -7,6 +7,7 @@
 #include "host/loader_in_process.h"
 #include "host/mapped_files.h"
 #include "host/settings.h"
+#include "host/start_capture.h"
 #include "host/startup_env.h"
 #include "loader/loaded_extent.h"
 #include "loader/paths.h"
@@ -22,7 +23,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -69,151 +69,11 @@ struct Step {
     std::size_t visited;  // else: the index in ScanRoom::objects
 };
 
-constexpr char kGnu[] = "GNU";  // the build ID note's name, with its NUL
-
-// The GNU build ID of the ELF file `img` (its PT_NOTE segments, as the
-// linker wrote them), or empty.
-std::string file_build_id(const FileImage& img) {
-    ElfW(Ehdr) eh;
-    if (!img.read_at(0, sizeof eh, reinterpret_cast<std::byte*>(&eh)) || eh.e_phentsize != sizeof(ElfW(Phdr)))
-        return {};
-    for (std::size_t i = 0; i < eh.e_phnum; ++i) {
-        ElfW(Phdr) ph;
-        if (!img.read_at(eh.e_phoff + i * sizeof ph, sizeof ph, reinterpret_cast<std::byte*>(&ph))) return {};
-        if (ph.p_type != PT_NOTE || ph.p_filesz > 4096) continue;  // the linker's notes are a few dozen bytes
-        std::string seg(ph.p_filesz, '\0');
-        if (!img.read_at(ph.p_offset, seg.size(), reinterpret_cast<std::byte*>(seg.data()))) continue;
-        if (auto id = LoadedExtent::note_in(reinterpret_cast<std::uintptr_t>(seg.data()), seg.size(), NT_GNU_BUILD_ID,
-                                            {kGnu, sizeof kGnu}))
-            return {reinterpret_cast<const char*>(id->data()), id->size()};
-    }
-    return {};
-}
-
-// Whether the kernel's record of a mapping names a file as stat(2) does:
-// checked on the main program, whose file /proc/self/exe opens.  (On
-// overlayfs, for one, the mapping may name the layer's file.)
-bool maps_name_files_as_stat(const host::MappedFiles& maps) {
-    const auto* file = maps.at(getauxval(AT_PHDR));
-    std::optional<host::FileVersion> exe = host::RealFs::version("/proc/self/exe");
-    return file && exe && exe->id == file->id;
-}
-
-// The directory current when the loader opened the file `mapped` by the
-// relative name `name`: the mapped path less the name, where the name holds
-// no "." or ".." step that would make them differ (a symbolic link on the
-// way shows as a mismatch); else empty.
-std::string directory_it_was_named_from(std::string_view name, const host::MappedFiles::File& mapped) {
-    while (name.starts_with("./")) name.remove_prefix(2);
-    const std::string path = "/" + std::string(name) + "/";
-    if (mapped.deleted || name.empty() || path.find("/./") != std::string::npos ||
-        path.find("/../") != std::string::npos || path.find("//") != std::string::npos)
-        return {};
-    if (!ends_in_component(mapped.path, name)) return {};
-    return std::string(directory_of(std::string_view(mapped.path).substr(0, mapped.path.size() - name.size())));
-}
-
-// The file glibc opened for a loaded object, by the identity it compares
-// (st_dev, st_ino): the kernel's record of its mapping, where `maps` is
-// given; else the file at its path, if that is still the file mapped (the
-// same build ID).  No identity is better than another file's: the model
-// then hands glibc the path it found, and glibc tells the same file itself.
-FileId file_identity_of(const std::string& name, std::uintptr_t first_segment, const std::string& build_id,
-                        const host::MappedFiles* maps) {
-    if (maps) {
-        const auto* file = maps->at(first_segment);
-        return file ? file->id : FileId{};
-    }
-    if (name.empty() || name[0] != '/') return {};  // a relative name may name another file now
-    host::FileVersion v;
-    OpenResult r = host::RealFs::open_versioned(name, &v);
-    if (r.image && (build_id.empty() || file_build_id(*r.image) == build_id)) return v.id;
-    return {};
-}
-
-// The first word of /proc/self/cmdline.  Read with plain system calls: a
-// std::ifstream here linked the whole of libstdc++'s locale and stream
-// machinery into libldshim, thousands of relocations that every process
-// that preloads ldshim paid for at start-up.
-std::string argv0() {
-    std::string a;
-    int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return a;
-    char buf[512];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        const char* end = static_cast<const char*>(std::memchr(buf, '\0', static_cast<std::size_t>(n)));
-        a.append(buf, end ? static_cast<std::size_t>(end - buf) : static_cast<std::size_t>(n));
-        if (end) break;
-    }
-    ::close(fd);
-    return a;
-}
-
 // The instance once built (lib/fork_handlers.cc locks only what exists).
 std::atomic<LiveProcess*> g_existing{nullptr};
 std::atomic<int> g_building{0};  // 1 once a thread has begun building it
 // How long a call waits for another thread to finish building the model.
 constexpr int kBuildWaitMs = 2000;
-
-// The already-loaded answers, by name: written only under the model's lock,
-// read by any thread without one (a sequence lock per slot: odd while being
-// written; a reader that saw it change simply asks the model).  The texts
-// are interned and never freed, so a reader may compare them even while the
-// slot is being rewritten.
-struct FastSlot {
-    std::atomic<unsigned> seq{0};
-    std::atomic<const char*> name{nullptr};
-    // The name glibc is handed (one it knows the object by), nullptr for
-    // the main program.
-    std::atomic<const char*> handed{nullptr};
-    std::atomic<unsigned long long> adds{0};
-    std::atomic<unsigned int> nloaded{0};
-    // The name's NameKey (below).
-    std::atomic<std::size_t> len{0};
-    std::atomic<std::uint64_t> head{0}, tail{0};
-};
-constexpr unsigned kFastSlotBits = 8;
-FastSlot g_fast[std::size_t{1} << kFastSlotBits];
-constexpr std::size_t kMaxInterned = 4096;  // beyond this, no new fast answers
-
-// A name as the fast path compares it: its length and its first and last
-// eight bytes (zero-padded when shorter), which for a name of up to 16
-// bytes is the whole name; a longer one compares its middle too.  One
-// strlen and two loads, where a hash of every byte is a chain of
-// multiplications as long as the name.
-struct NameKey {
-    std::size_t len = 0;
-    std::uint64_t head = 0, tail = 0;
-
-    explicit NameKey(const char* s) noexcept : len(std::strlen(s)) {
-        if (len >= 8) {
-            std::memcpy(&head, s, 8);
-            std::memcpy(&tail, s + len - 8, 8);
-        } else {
-            for (std::size_t i = 0; i < len; ++i) head |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
-        }
-    }
-    std::size_t slot() const noexcept {
-        return ((head ^ std::rotl(tail, 29) ^ len) * 0x9e3779b97f4a7c15ull) >> (64 - kFastSlotBits);
-    }
-    // Whether `name` (whose key is this one's fields) is `s`, whose key this is.
-    bool same(std::size_t n, std::uint64_t h, std::uint64_t t, const char* name, const char* s) const noexcept {
-        return n == len && h == head && t == tail && (len <= 16 || std::memcmp(name + 8, s + 8, len - 16) == 0);
-    }
-};
-
-// Whether glibc answers `name` from its list of loaded objects alone: one
-// of the object's names (l_name, l_libname, its SONAME) is exactly `name`,
-// and `name` has no dynamic string token, so neither the caller nor the
-// filesystem can change the answer while nothing is loaded or unloaded.
-bool by_name_alone(const std::string& name, const Object& o) {
-    if (name.empty() || name.find('$') != std::string::npos) return false;
-    if (o.name == name || (o.facts.soname && *o.facts.soname == name)) return true;
-    return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
-}
 
 }  // namespace
 
@@ -319,10 +179,9 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
         return;
     }
     const bool secure = getauxval(AT_SECURE) != 0;
-    cache_path_ = cfg->cache_path;
-    read_cache_locked();
+    cache_.start(cfg->cache_path);
     EngineOptions o;
-    o.argv0 = argv0();
+    o.argv0 = host::argv0();
     o.secure = secure;
     set_environment(o, env->vars);
     // Read as ld.so reads it, not resolved through /proc: a program deleted
@@ -330,7 +189,7 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     // without /proc the emulated link still answers.
     o.main_origin = host::main_program_origin(*env, secure);
     o.keep_going = true;  // a library the emulation cannot find is simply not in the model
-    engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_, nullptr, o);
+    engine_ = std::make_unique<Engine>(std::move(*cfg), fs_, cache_.cache(), nullptr, o);
     // What the start-up loaded is taken from memory, as the loader holds
     // it: its files may have been replaced or removed since, or named from
     // another current directory.
@@ -343,135 +202,22 @@ LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
     // glibc read the cache at start-up, if a search needed it; the
     // emulation read it now.  Only a file unchanged since the process
     // started says whether glibc gave it up then.
-    if (cache_unchanged_since_start()) note_cache_use_locked(0);
+    if (cache_.unchanged_since_start()) cache_.note_use(engine_->cache_lookups());
     engine_->set_keep_going(false);
-    // glibc reads the cache when a dlopen's search first consults it, and
-    // keeps that copy to the end of the dlopen.
-    engine_->set_before_cache_lookup([this] {
-        if (cache_read_in_call_) return;
-        read_cache_locked();
-        cache_read_in_call_ = true;
-    });
+    engine_->set_before_cache_lookup([this] { cache_.before_lookup(); });
     note_added(0);
     words_ = host::loader_words();
 }
 
-// glibc reads /etc/ld.so.cache when a search first needs it and unmaps it
-// at the end of start-up and of every dlopen (dl-cache.c, dl-open.c), so each
-// dlopen that reaches the cache reads the file as it is then (ldconfig
-// replaces it by a new file).  One stat tells whether the model's copy is
-// still that file.  Once a search found it missing or rejected it, glibc
-// never reads it again.
-void LiveProcess::read_cache_locked() {
-    if (cache_failed_) return;
-    std::optional<host::FileVersion> now = host::RealFs::version(cache_path_);
-    if (now == cache_version_) return;
-    host::FileVersion read{};
-    OpenResult r = host::RealFs::open_versioned(cache_path_, &read);
-    cache_ = LdCache::parse(r.image);
-    cache_version_.reset();
-    if (r.image) cache_version_ = read;
-}
-
-// The cache file as the model read it was there, unchanged, when the
-// process started (to the kernel's tick, with one tick to spare).
-bool LiveProcess::cache_unchanged_since_start() const {
-    std::optional<std::int64_t> start = host::process_start_ns();
-    constexpr std::int64_t kTickNs = 20'000'000;
-    return cache_version_ && start && cache_version_->ctime_ns < *start - kTickNs;
-}
-
-// True when glibc has just given the cache up, for good.
-bool LiveProcess::note_cache_use_locked(std::uint64_t lookups_before) {
-    if (cache_failed_ || engine_->cache_lookups() == lookups_before || cache_.usable()) return false;
-    cache_failed_ = true;
-    cache_ = LdCache();
-    return true;
-}
-
-// The loader's generation from its own words, or false when it cannot be read
-// consistently now.  Why these words: glibc bumps GL(dl_load_adds) for every
-// object it adds (to any namespace) and changes _ns_nloaded for every object
-// it adds to or removes from namespace 0, both under its write lock -- an
-// exact count of what dl_iterate_phdr's dlpi_adds/dlpi_subs report, readable
-// in a few loads.  The alternatives are not exact: _r_debug's r_state is not
-// a counter (a load and an unload between two calls leave it as it was), and
-// the r_map chain's head never changes while its length or tail cannot be
-// read without the lock (a dlclose may free a link_map mid-walk) and repeat
-// after an unload followed by a load at the same address.
-// Reading adds twice around nloaded and the lock word, and accepting only an
-// unheld lock with adds unchanged, rules out a pair torn by a change in
-// progress (glibc writes both inside one hold of that lock).
-bool LiveProcess::read_generation(Generation& g) const noexcept {
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        unsigned long long a1 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
-        unsigned int n = __atomic_load_n(words_.nloaded, __ATOMIC_ACQUIRE);
-        int lock = __atomic_load_n(words_.write_lock, __ATOMIC_ACQUIRE);
-        unsigned long long a2 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
-        if (lock == 0 && a1 == a2) {
-            g = {a1, n};
-            return true;
-        }
-        machine::cpu_relax();
-    }
-    return false;
-}
-
 bool LiveProcess::loaded_fast(const char* file, const char*& handed) const noexcept {
-    if (!words_ok_.load(std::memory_order_acquire)) return false;
     Generation now;
-    if (!read_generation(now)) return false;
-    const NameKey key(file);
-    const FastSlot& s = g_fast[key.slot()];
-    unsigned seq = s.seq.load(std::memory_order_acquire);
-    if (seq & 1u) return false;
-    // Acquire loads (no fences, which ThreadSanitizer cannot follow): a field
-    // from a newer write synchronises with its release store, so the
-    // sequence read after it has moved; on x86 these are plain loads.
-    const char* name = s.name.load(std::memory_order_acquire);
-    const char* p = s.handed.load(std::memory_order_acquire);
-    Generation at{s.adds.load(std::memory_order_acquire), s.nloaded.load(std::memory_order_acquire)};
-    std::size_t len = s.len.load(std::memory_order_acquire);
-    std::uint64_t head = s.head.load(std::memory_order_acquire), tail = s.tail.load(std::memory_order_acquire);
-    if (s.seq.load(std::memory_order_relaxed) != seq) return false;
-    if (!name || !(at == now) || !key.same(len, head, tail, name, file)) return false;
-    handed = p == name ? file : p;
-    return true;
-}
-
-const char* LiveProcess::intern(const std::string& s) {
-    auto it = interned_.find(s);
-    if (it != interned_.end()) return it->c_str();
-    if (interned_.size() >= kMaxInterned) return nullptr;
-    return interned_.insert(s).first->c_str();
+    if (!words_ok_.load(std::memory_order_acquire) || !read_generation(words_, now)) return false;
+    return FastAnswers::lookup(file, now, handed);
 }
 
 // Under mu_, after sync_locked(): `name` is the loaded object `o` at synced_.
 void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
-    if (!words_ok_.load(std::memory_order_relaxed)) return;
-    const bool main = o.kind == Object::Kind::main;
-    const char* path = main ? nullptr : intern(o.name);
-    const char* n = intern(name);
-    if (!n || (!main && !path)) return;
-    // glibc knows every object by its l_name and its SONAME.  Another name
-    // of the model's may be one only the model holds: the name asked for
-    // when ldshim loaded the object by its path, which glibc, asked from
-    // ldshim, would search for and may not find.  Such a name is answered
-    // with the path, as the model's own answer is.
-    const bool glibc_knows = o.name == name || (o.facts.soname && *o.facts.soname == name);
-    const char* handed = main ? nullptr : glibc_knows ? n : path;
-    const NameKey key(n);
-    FastSlot& s = g_fast[key.slot()];
-    unsigned seq = s.seq.load(std::memory_order_relaxed);
-    s.seq.store(seq + 1, std::memory_order_relaxed);  // ordered before the fields by their release
-    s.name.store(n, std::memory_order_release);
-    s.len.store(key.len, std::memory_order_release);
-    s.head.store(key.head, std::memory_order_release);
-    s.tail.store(key.tail, std::memory_order_release);
-    s.handed.store(handed, std::memory_order_release);
-    s.adds.store(synced_.adds, std::memory_order_release);
-    s.nloaded.store(synced_.nloaded, std::memory_order_release);
-    s.seq.store(seq + 2, std::memory_order_release);
+    if (words_ok_.load(std::memory_order_relaxed)) fast_.remember(name, o, synced_);
 }
 
 // Whether the loader added or removed nothing since the model was last
@@ -479,7 +225,7 @@ void LiveProcess::remember_loaded(const std::string& name, const Object& o) {
 bool LiveProcess::unchanged_locked() {
     if (dirty_) return false;
     Generation now;
-    if (words_ok_.load(std::memory_order_relaxed) && read_generation(now)) return now == synced_;
+    if (words_ok_.load(std::memory_order_relaxed) && read_generation(words_, now)) return now == synced_;
     auto [adds, subs] = host::load_counters();
     return adds == adds_ && subs == subs_;
 }
@@ -538,7 +284,7 @@ LiveProcess::Scan LiveProcess::scan_locked() {
             v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
             v.facts = room.text.commit(v.facts_size);
             const LoadedExtent extent{info.dlpi_phdr, info.dlpi_phnum, info.dlpi_addr};
-            if (auto id = extent.note(NT_GNU_BUILD_ID, {kGnu, sizeof kGnu})) {
+            if (auto id = extent.note(NT_GNU_BUILD_ID, kGnuNoteName)) {
                 v.build_id_size = id->size();
                 v.build_id = room.text.put(id->data(), id->size());
             }
@@ -614,7 +360,7 @@ bool LiveProcess::opened_went_alone_locked() {
     const Opened o = *opened_;
     opened_.reset();
     Generation now;
-    if (!words_ok_.load(std::memory_order_relaxed) || !read_generation(now)) return false;
+    if (!words_ok_.load(std::memory_order_relaxed) || !read_generation(words_, now)) return false;
     if (now.adds != o.after.adds || now.nloaded + 1 != o.after.nloaded) return false;
     if (pending_.size() != 1 || pending_[0] != o.object || host::find_object(o.dynamic)) return false;
     forget_pending_locked();
@@ -689,7 +435,7 @@ int LiveProcess::adopt_fresh(Fresh& f) {
     o.name = f.name;
     o.names = {f.name};
     if (f.facts && f.facts->ok) o.facts = std::move(f.facts->facts);
-    o.id = file_identity_of(f.name, f.segments.empty() ? 0 : f.segments[0].first, f.build_id, nullptr);
+    o.id = host::file_identity_of(f.name, f.segments.empty() ? 0 : f.segments[0].first, f.build_id, nullptr);
     o.dlopened = true;
     o.loader = -1;
     return engine_->adopt(std::move(o));
@@ -704,7 +450,7 @@ int LiveProcess::adopt_fresh(Fresh& f) {
 std::optional<ProcessStart> LiveProcess::process_start() {
     Scan s = scan_locked();
     const host::MappedFiles maps = host::MappedFiles::of_this_process();
-    const host::MappedFiles* trusted = maps_name_files_as_stat(maps) ? &maps : nullptr;
+    const host::MappedFiles* trusted = host::maps_name_files_as_stat(maps) ? &maps : nullptr;
     const std::uintptr_t rtld = getauxval(AT_BASE), vdso = getauxval(AT_SYSINFO_EHDR);
     auto holds = [](const Fresh& f, std::uintptr_t addr) {
         return addr && std::any_of(f.segments.begin(), f.segments.end(),
@@ -715,9 +461,10 @@ std::optional<ProcessStart> LiveProcess::process_start() {
         if (f.name.empty() || holds(f, rtld) || holds(f, vdso)) continue;
         if (!f.facts || !f.facts->ok) return std::nullopt;
         const std::uintptr_t at = f.segments.empty() ? 0 : f.segments[0].first;
-        p.loaded.push_back({f.name, std::move(f.facts->facts), file_identity_of(f.name, at, f.build_id, trusted)});
+        p.loaded.push_back(
+            {f.name, std::move(f.facts->facts), host::file_identity_of(f.name, at, f.build_id, trusted)});
         if (p.cwd.empty() && trusted && f.name[0] != '/')
-            if (const auto* file = trusted->at(at)) p.cwd = directory_it_was_named_from(f.name, *file);
+            if (const auto* file = trusted->at(at)) p.cwd = host::directory_it_was_named_from(f.name, *file);
     }
     return p;
 }
@@ -766,7 +513,8 @@ void LiveProcess::note_opened(const void* map) {
     // and it is the one the model expected: glibc names it by the path
     // ldshim handed it.
     Generation after;
-    if (!read_generation(after) || after.adds != synced_.adds + 1 || after.nloaded != synced_.nloaded + 1) return;
+    if (!read_generation(words_, after) || after.adds != synced_.adds + 1 || after.nloaded != synced_.nloaded + 1)
+        return;
     const auto* lm = static_cast<const link_map*>(map);
     const Object& expected = engine_->objects()[static_cast<std::size_t>(pending_[0])];
     if (!lm->l_name || expected.name != lm->l_name || !lm->l_ld) return;
@@ -795,11 +543,11 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     if (new_namespace) req.ns_mode = DlopenRequest::Ns::new_ns;
     const std::size_t before = engine_->objects().size();
     const bool named_before = file && !engine_->objects_named(*req.name).empty();
-    cache_read_in_call_ = false;  // read again at this call's first cache lookup, if it makes one
+    cache_.begin_call();
     const std::uint64_t lookups = engine_->cache_lookups();
     const std::uint64_t changes = engine_->record_changes();
     MapOutcome m = engine_->dlopen(req);
-    const bool cache_failed = note_cache_use_locked(lookups);
+    const bool cache_failed = cache_.note_use(engine_->cache_lookups() - lookups);
     r.record_changed = cache_failed || engine_->record_changes() != changes;
     note_added(before);
     if (new_namespace) {

@@ -10,6 +10,8 @@
 #include "host/libc.h"
 #include "host/real_fs.h"
 #include "loader/engine.h"
+#include "resolver/cache_follower.h"
+#include "resolver/fast_answers.h"
 
 #include <atomic>
 #include <cstdint>
@@ -99,23 +101,12 @@ public:
     void fork_release() { mu_.unlock(); }
 
 private:
-    // The loader's state: objects ever added, and those now in namespace 0.
-    // Equal generations mean nothing was loaded or unloaded in between
-    // (adds only grows; with adds unchanged, nloaded only falls).
-    struct Generation {
-        unsigned long long adds = 0;
-        unsigned int nloaded = 0;
-        bool operator==(const Generation&) const = default;
-    };
-
     LiveProcess();
     ~LiveProcess();
     static LiveProcess* build();
     void sync_locked();
     bool unchanged_locked();
-    bool read_generation(Generation& g) const noexcept;
     void remember_loaded(const std::string& name, const loader::Object& o);
-    const char* intern(const std::string& s);
     int object_at(std::uintptr_t addr);
 
     struct Range {
@@ -158,10 +149,6 @@ private:
     void note_added(std::size_t from);
     bool opened_went_alone_locked();
     void forget_pending_locked();
-    void read_cache_locked();
-    bool cache_read_in_call_ = false;  // this resolve() has read the cache (engine's lookup hook)
-    bool note_cache_use_locked(std::uint64_t lookups_before);
-    bool cache_unchanged_since_start() const;
 
     std::map<std::uintptr_t, Range> ranges_;  // every walked object's segments, by start; patched at each walk
     std::map<Key, Known> known_;
@@ -174,12 +161,7 @@ private:
     unsigned long long walks_ = 0;
     std::mutex mu_;
     host::RememberingFs fs_;
-    LdCache cache_;  // the engine reads it by reference
-    std::string cache_path_;
-    std::optional<host::FileVersion> cache_version_;  // of the file cache_ holds; nullopt: none
-    // glibc's cache == (void *) -1: a search needed the cache and it could not
-    // be read or was rejected; glibc never tries again.
-    bool cache_failed_ = false;
+    CacheFollower cache_;  // ld.so.cache as glibc reads it; the engine reads its cache() by reference
     std::unique_ptr<Engine> engine_;
     std::string init_error_;
     unsigned long long adds_ = 0, subs_ = 0;
@@ -204,7 +186,7 @@ private:
         Generation after;               // the loader's generation right after it was added
     };
     std::optional<Opened> opened_;
-    std::unordered_set<std::string> interned_;  // names and paths the fast path points to; never shrinks
+    FastAnswers fast_;  // the already-loaded answers loaded_fast() gives
 };
 
 }  // namespace ldshim::resolver
