@@ -164,20 +164,12 @@ private:
     CacheFollower cache_;  // ld.so.cache as glibc reads it; the engine reads its cache() by reference
     std::unique_ptr<Engine> engine_;
     std::string init_error_;
-    unsigned long long adds_ = 0, subs_ = 0;
     std::size_t scan_room_ = 64;  // objects the last walk needed room for
     // The walk's room, kept between walks: made afresh, its text for every
     // object would be zeroed (and, when large, mapped and unmapped) on every
     // walk, a cost that grows with the number of objects loaded.
     struct ScanRoom;
     std::unique_ptr<ScanRoom> room_;
-    bool dirty_ = true;
-    // The fast path's signal (host::loader_words), trusted only once a walk
-    // confirmed it and never again after a walk contradicted it.
-    host::LoaderWords words_;
-    std::atomic<bool> words_ok_{false};
-    bool words_bad_ = false;
-    Generation synced_;  // what the model was last reconciled with
     // The object ldshim's last dlopen added (note_opened), while it is the
     // model's one pending object and nothing else changed.
     struct Opened {
@@ -185,7 +177,22 @@ private:
         const void* dynamic = nullptr;  // its l_ld: inside its mapping while it is loaded
         Generation after;               // the loader's generation right after it was added
     };
-    std::optional<Opened> opened_;
+    // Whether the model is in step with the loaded objects: everything the
+    // loaded-set synchronisation (loaded_sync.cc) decides by, in one place.
+    struct InStep {
+        // The model holds objects no walk has confirmed yet (a dlopen it
+        // answered, or note_opened): the next call walks.
+        bool dirty = true;
+        unsigned long long adds = 0, subs = 0;  // dl_iterate_phdr's counters at the last walk
+        Generation synced;                      // the loader's generation the model was last reconciled with
+        // The fast path's signal (host::loader_words), trusted only once a
+        // walk confirmed it and never again after a walk contradicted it.
+        std::atomic<bool> words_ok{false};
+        bool words_bad = false;
+        std::optional<Opened> opened;
+    };
+    InStep step_;
+    host::LoaderWords words_;
     FastAnswers fast_;  // the already-loaded answers loaded_fast() gives
 };
 
