@@ -213,7 +213,7 @@ int Patcher::install(unsigned flags) {
     installed_ = true;
     // A set added later must reach objects already scanned for another one.
     if ((flags_ | flags) != flags_) {
-        ++generation_;
+        rescan_all_locked();
         known_.clear();  // the slots wanted depend on the sets
         known_hits_.clear();
     }
@@ -496,11 +496,11 @@ void Patcher::remember_locked(const ScanRoom& room) {
     for (const RawObject& o : room.scanned.items()) {
         if (o.known != kNew) {
             now.push_back(known_[o.known]);
-            if (o.looked) now.back().visited = generation_;
+            if (o.looked) now.back().visited = visit_epoch_;
             continue;
         }
         now.push_back({.base = o.base,
-                       .visited = generation_,
+                       .visited = visit_epoch_,
                        .first = static_cast<std::uint32_t>(known_hits_.size()),
                        .count = o.count,
                        .ldshim = o.ldshim});
@@ -525,7 +525,7 @@ Patcher::Scan Patcher::scan_locked() {
         room.counters = now;
         const KnownObject* k = find_known(info.dlpi_addr, now);
         const std::uint32_t index = k ? static_cast<std::uint32_t>(k - known_.data()) : kNew;
-        if (k && k->visited == generation_) {
+        if (k && k->visited == visit_epoch_) {
             // Scanned since the last full pass: only ldshim's own segments are
             // listed again.
             if (k->ldshim) room.push_segments(info);
@@ -560,7 +560,7 @@ Patcher::Scan Patcher::scan_locked() {
 
 void Patcher::pass_locked(bool full, bool patch) {
     if (full) {
-        ++generation_;
+        rescan_all_locked();
         if (!watched_.empty()) watched_.clear();  // clear() zeroes every bucket even when empty: a memset to bind
     }
     // 1. Scan (inside the loader lock: reads only).
@@ -570,7 +570,7 @@ void Patcher::pass_locked(bool full, bool patch) {
             return !std::binary_search(scan.confirmed.begin(), scan.confirmed.end(), kv.first);
         });
     if (!patch) {
-        ++generation_;
+        rescan_all_locked();
         return;
     }
     // 2. Decide what each hook calls (lookups: outside the loader lock).
@@ -707,7 +707,7 @@ int Patcher::uninstall() {
         return LDSHIM_ERR_NO_MEMORY;
     }
     patches_.clear();
-    ++generation_;
+    rescan_all_locked();
     watched_.clear();
     installed_ = false;
     flags_ = 0;

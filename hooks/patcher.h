@@ -35,7 +35,7 @@ struct KnownHit {
 };
 struct KnownObject {
     std::uintptr_t base;
-    unsigned long long visited;  // the pass generation that last scanned it (0: none)
+    unsigned long long visited;  // the visit epoch that last scanned it (0: none)
     std::uint32_t first, count;  // its hits in the patcher's list
     bool ldshim;
 };
@@ -125,9 +125,12 @@ private:
     // only libc's definitions, or an object besides libc that may define one.
     enum class Relayed { unknown, libc_only, elsewhere };
     std::atomic<Relayed> relayed_{Relayed::unknown};
-    // A full pass starts a new generation; an incremental pass skips the
-    // objects visited in the current one (KnownObject::visited).
-    unsigned long long generation_ = 1;
+    // The objects marked with the current epoch (KnownObject::visited) were
+    // scanned since the last time every object had to be read again; an
+    // incremental pass skips them.  rescan_all_locked() starts a new epoch:
+    // a full pass, new hook sets, a scan that patched nothing, an uninstall.
+    unsigned long long visit_epoch_ = 1;
+    void rescan_all_locked() { ++visit_epoch_; }
     // What scans learnt of the objects (for the sets in flags_): a full pass
     // reads only their wanted slots again.  All of it is forgotten once an
     // object goes away (another may take its base).

@@ -187,7 +187,8 @@ Engine::OpenOutcome Engine::open_verify(const std::string& path, Request& req) {
 }
 
 // glibc's open_path: every directory of the list, every subdirectory.
-Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int owner, bool runpath, Source src) {
+Engine::OpenOutcome Engine::open_path(const DirList& list, Request& req, int owner, Source src) {
+    const bool runpath = src == Source::runpath;
     std::optional<Label> current;
     bool any = false;
     // A live process's start-up, emulated now: a directory missing now may
@@ -407,7 +408,7 @@ Engine::OpenOutcome Engine::search(int loader, Request& req, unsigned ns) {
     // 1. RPATH: only if the loader has no RUNPATH.
     OpenOutcome found = search_rpaths(loader, req);
     // 2. LD_LIBRARY_PATH.
-    if (!done(found) && env_) found = open_path(*env_, req, -1, false, Source::ld_library_path);
+    if (!done(found) && env_) found = open_path(*env_, req, -1, Source::ld_library_path);
     if (!done(found) && !env_ && opts_.library_path && opts_.secure)
         emit_made([&] { return TraceEvent::skipped(Skip::library_path_secure, -1, Label::ld_library_path); });
     // 3. The loader's own RUNPATH; those of the objects that loaded it serve
@@ -422,7 +423,7 @@ Engine::OpenOutcome Engine::search(int loader, Request& req, unsigned ns) {
     if (!done(found) && ld) {
         const DirList* dl = object_list(loader, true);
         report_list_gaps(loader, true);
-        if (dl) found = open_path(*dl, req, loader, true, Source::runpath);
+        if (dl) found = open_path(*dl, req, loader, Source::runpath);
     }
     // 4. ld.so.cache.
     if (!done(found)) found = search_cache(loader, req);
@@ -430,7 +431,7 @@ Engine::OpenOutcome Engine::search(int loader, Request& req, unsigned ns) {
     if (!done(found)) {
         int nl = ld ? loader : first_in_ns(ns);
         if (nl < 0 || !objects_[static_cast<std::size_t>(nl)].facts.nodeflib())
-            found = open_path(system_, req, -1, false, Source::system);
+            found = open_path(system_, req, -1, Source::system);
         else
             emit_made([&] { return TraceEvent::skipped(Skip::nodeflib, nl, Label::system); });
     }
@@ -462,7 +463,7 @@ Engine::OpenOutcome Engine::search_rpaths(int loader, Request& req) {
         const DirList* dl = object_list(l, false);
         report_list_gaps(l, false);
         if (dl) {
-            found = open_path(*dl, req, l, false, Source::rpath);
+            found = open_path(*dl, req, l, Source::rpath);
             did_main |= l == main_;
         }
         return found.status == OpenOutcome::Status::not_found;

@@ -1,5 +1,6 @@
-// The search engine: glibc 2.36's _dl_map_object and everything it depends
-// on, over a model of one process.  No global state and no system calls:
+// The search engine: glibc's _dl_map_object (2.28 to 2.43, their
+// differences in LoaderBehaviour) and everything it depends on, over a
+// model of one process.  No global state and no system calls:
 // files come from an injected Fs, events go to an injected TraceSink.
 //
 // The same engine serves startup emulation (ldsearch PROGRAM), dlopen
@@ -223,7 +224,7 @@ private:
                       const Object& owner, DstDrops* drops = nullptr);
     const DirList* object_list(int idx, bool runpath);
     OpenOutcome open_verify(const std::string& path, Request& req);
-    OpenOutcome open_path(const DirList& list, Request& req, int owner, bool runpath, Source src);
+    OpenOutcome open_path(const DirList& list, Request& req, int owner, Source src);
     // _dl_map_object in two halves: where the file is (a search, or a name
     // with a slash), then whether and how it joins the process.
     OpenOutcome search(int loader, Request& req, unsigned ns);
@@ -249,7 +250,6 @@ private:
             if (!f(l)) return;
     }
     void print_header(const DirList& list, std::size_t from);
-    int main_index() const { return main_; }
     int first_in_ns(unsigned ns) const;
     int match_loaded(const std::string& name, unsigned ns);
     void add_name(int idx, const std::string& name);

@@ -332,8 +332,9 @@ void* open_found_by_glibc(const Request& q, const Resolution& r) {
     return open_through(q, spelt.c_str(), q.mode, q.lmid == LM_ID_BASE);
 }
 
-// The model's answer `r`, carried out so that glibc ends up holding what it
-// would hold had the caller called it itself.
+// The model's answer `r` (loaded, found or not found: decide() passes an
+// unresolved request on unanswered), carried out so that glibc ends up
+// holding what it would hold had the caller called it itself.
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
     // `next` is glibc's own: glibc is called as the caller with the name
@@ -353,25 +354,23 @@ void* open_answer(const Request& q, const Resolution& r) {
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
     if (glibc_must_open_itself(r)) return open_found_by_glibc(q, r);
     const bool glibc_searched = let_glibc_search(q, r);
+    if (r.kind == Resolution::Kind::not_found) {
+        // Leave glibc's own dlerror() with the same text: the same name
+        // with RTLD_NOLOAD fails the same way when glibc, asked from here,
+        // finds nothing either -- and loads nothing if it does.
+        if (base && !r.error.empty() && !glibc_searched)
+            if (void* n = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(n);
+        return nullptr;
+    }
     void* h = nullptr;
-    switch (r.kind) {
-        case Resolution::Kind::loaded:
-            // By its own name: glibc returns the same object, one more reference.
-            h = open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
-            break;
-        case Resolution::Kind::found:
-            if (base && r.name_needed_by_load) return open_needed_by_itself(q, r);
-            // A new namespace is not the model's: nothing there to follow.
-            h = open_through(q, r.path.c_str(), q.mode, base);
-            break;
-        case Resolution::Kind::not_found:
-            // Leave glibc's own dlerror() with the same text: the same name
-            // with RTLD_NOLOAD fails the same way when glibc, asked from
-            // here, finds nothing either -- and loads nothing if it does.
-            if (base && !r.error.empty() && !glibc_searched)
-                if (void* n = open_through(q, q.file, q.mode | RTLD_NOLOAD, false)) dlclose(n);
-            return nullptr;
-        case Resolution::Kind::unresolved: return q.open(q.file, q.mode);
+    if (r.kind == Resolution::Kind::loaded) {
+        // By its own name: glibc returns the same object, one more reference.
+        h = open_through(q, r.path.empty() ? nullptr : r.path.c_str(), q.mode, false);
+    } else if (base && r.name_needed_by_load) {
+        return open_needed_by_itself(q, r);
+    } else {
+        // A new namespace is not the model's: nothing there to follow.
+        h = open_through(q, r.path.c_str(), q.mode, base);
     }
     if (h) teach_name(q, r);
     return h;

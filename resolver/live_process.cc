@@ -82,6 +82,9 @@ LiveProcess* LiveProcess::existing() { return g_existing.load(std::memory_order_
 LiveProcess::~LiveProcess() = default;
 
 LiveProcess::LiveProcess() : room_(std::make_unique<ScanRoom>()) {
+    // No other thread sees the model before it is built; the lock is held so
+    // that what the _locked functions assume holds here too.
+    std::lock_guard<std::mutex> lock(mu_);
     std::string exe = "/proc/self/exe";
     auto img = fs_.open(exe);
     if (!img.image) {

@@ -1,10 +1,13 @@
 // The search engine kept in step with the process it runs in: the runtime
-// half of ldshim.  The model starts as an emulation of this process's startup
-// (same program, environment, preloads and dependency walk, hence the same
-// loader chain and directory state), and is reconciled with what
-// dl_iterate_phdr reports whenever objects came or went (dlpi_adds/dlpi_subs).
-// Objects that appeared without ldshim are adopted with no loader, which is
-// what glibc records for anything dlopen'ed.
+// half of ldshim.  The model starts from this process's start-up: the
+// emulation decides where each need was met (the same loader chain and
+// search lists), and each object it loads is taken from what the loader
+// holds -- facts read from memory, the file identity from the mappings
+// (host/start_capture.h) -- and the directory statuses from glibc's own
+// record (host/dir_record.h).  It is reconciled with what dl_iterate_phdr
+// reports whenever objects came or went (loaded_sync.cc).  Objects that
+// appeared without ldshim are adopted with no loader, which is what glibc
+// records for anything dlopen'ed.
 #pragma once
 
 #include "host/libc.h"
