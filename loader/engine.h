@@ -15,10 +15,12 @@
 #include "loader/tokens.h"
 #include "loader/trace.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -48,6 +50,14 @@ struct Object {
     DirList rpath_dirs, runpath_dirs;
     // The elements that expanded to nothing when the list was built.
     DstDrops rpath_drops, runpath_drops;
+
+    // Whether glibc knows the object by `n`: its l_name, its SONAME, or
+    // (`added`) a name a search that reached its file added
+    // (_dl_name_match_p, and _dl_map_object's SONAME check).
+    bool answers_to(std::string_view n, bool added = true) const {
+        if (name == n || (facts.soname && *facts.soname == n)) return true;
+        return added && std::find(names.begin(), names.end(), n) != names.end();
+    }
 };
 
 struct EngineOptions {

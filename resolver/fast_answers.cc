@@ -127,7 +127,7 @@ void FastAnswers::remember(const std::string& name, const Object& o, const Gener
     // teach it to glibc (c_api.cc), which glibc, asked from ldshim, would
     // search for and may not find.  Such a name is answered with the path,
     // as the model's own answer is.
-    const bool glibc_knows = o.name == name || (o.facts.soname && *o.facts.soname == name);
+    const bool glibc_knows = o.answers_to(name, false);
     const char* handed = main ? nullptr : glibc_knows ? n : path;
     const NameKey key(n);
     FastSlot& s = g_fast[key.slot()];
@@ -148,9 +148,7 @@ void FastAnswers::remember(const std::string& name, const Object& o, const Gener
 // and `name` has no dynamic string token, so neither the caller nor the
 // filesystem can change the answer while nothing is loaded or unloaded.
 bool by_name_alone(const std::string& name, const Object& o) {
-    if (name.empty() || name.find('$') != std::string::npos) return false;
-    if (o.name == name || (o.facts.soname && *o.facts.soname == name)) return true;
-    return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
+    return !name.empty() && name.find('$') == std::string::npos && o.answers_to(name);
 }
 
 }  // namespace ldshim::resolver

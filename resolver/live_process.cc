@@ -239,7 +239,7 @@ Resolution LiveProcess::resolve(const void* caller, const char* file, bool noloa
     if (!r.path.empty())
         for (int i : engine_->objects_named(r.path))
             if (i != m.object) r.path_names_another = true;
-    r.name_added = file && !named_before && *req.name != o.name && !(o.facts.soname && *o.facts.soname == *req.name);
+    r.name_added = file && !named_before && !o.answers_to(*req.name, false);
     if (r.name_added && m.is_new)
         for (std::size_t i = before; i < engine_->objects().size() && !r.name_needed_by_load; ++i) {
             const auto& needed = engine_->objects()[i].facts.needed;
