@@ -544,6 +544,16 @@ GenTree asked_by_path(GenTree t, const std::vector<std::string>& real_out, const
     return t;
 }
 
+// "RESULT ./NAME" or "RESULT DIR/./NAME" for glibc's "RESULT NAME" or
+// "RESULT DIR/NAME".
+bool spelt_with_a_dot_step(const std::string& glibc, const std::string& ldshim) {
+    if (!glibc.starts_with("RESULT ") || !ldshim.starts_with("RESULT ")) return false;
+    const std::string g = glibc.substr(7), l = ldshim.substr(7);
+    if (l == "./" + g) return true;
+    const std::size_t slash = g.rfind('/');
+    return slash != std::string::npos && l == g.substr(0, slash) + "/." + g.substr(slash);
+}
+
 }  // namespace
 
 bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
@@ -569,6 +579,11 @@ bool Workshop::resolver_is_glibc_given_paths(const GenTree& t) const {
     // answers from its own objects.
     std::size_t i = 0;
     while (i < real.size() && i < ldshim.size() && real[i] == ldshim[i]) ++i;
+    // Or ldshim loaded the same file under an l_name spelt with a "." step:
+    // without a return point, a path glibc would not take to the object the
+    // model means is handed as "./NAME" or "DIR/./NAME" (c_api.cc,
+    // open_found_by_glibc).
+    if (i < ldshim.size() && i < real.size() && spelt_with_a_dot_step(real[i], ldshim[i])) return true;
     if (i >= ldshim.size() || i >= glibc.size() || glibc[i] == real[i]) return false;
     const bool as_by_path = ldshim[i] == glibc[i];
     const bool caller_only_the_limit_loaded = real[i] == "SKIP" && ldshim[i] != "SKIP" && glibc[i] != "SKIP";

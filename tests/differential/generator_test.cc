@@ -179,8 +179,9 @@ TEST(Generator, random_trees_match_the_loader) {
     }
     if (!tally.resolver_known.empty())
         std::printf(
-            "[ KNOWN    ] the resolver's known limit (glibc does not know an object ldshim loaded by "
-            "the name it was asked for) on seeds:%s\n",
+            "[ KNOWN    ] the resolver's known limit without return points (glibc does not know an object "
+            "ldshim loaded by the name it was asked for, or knows it by a path spelt with a \".\" step) on "
+            "seeds:%s\n",
             seed_list(tally.resolver_known).c_str());
     for (const auto& r : tally.broken_reports) ADD_FAILURE() << "a generated tree could not be run:\n" << r;
     if (!tally.differ.empty()) std::printf("ldsearch differs on seeds:%s\n", seed_list(tally.differ).c_str());
