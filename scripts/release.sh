@@ -131,8 +131,10 @@ if [ -n "$cross_file" ]; then
 fi
 if [ "$cuda" != none ]; then
     cp -a "$cuda" "$root/tmp/$name-cuda"
+    cuda_option=enabled
     echo "release: with the CUDA hooks (headers from $cuda)"
 else
+    cuda_option=disabled
     echo "release: without the CUDA hooks (no CUDA Toolkit headers here)"
 fi
 # The prefix is a placeholder that no shipped file may name (the pkg-config
@@ -146,7 +148,7 @@ b=/tmp/'$name'-build'$sfx'
 reconfigure=""
 [ -f $b/build.ninja ] && reconfigure=--reconfigure
 /tmp/'$name'-meson/meson setup $reconfigure $b '${cross_file:+--cross-file=$cross_file --cross-file=scripts/cross/aarch64-cross-libc.ini}' --buildtype=release -Dwerror=false -Dtests=false -Dbench=false -Dstatic_ldsearch=true \
-    -Dmodulefiles=relocatable -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
+    -Dmodulefiles=relocatable -Dcuda='$cuda_option' -Dcudatoolkit_include=/tmp/'$name'-cuda --prefix='$prefix' --libdir=lib --bindir=bin --includedir=include \
     --datadir=share --mandir=share/man >$b.setup.log 2>&1 || { tail -n 40 $b.setup.log; exit 1; }
 nice -n 10 ninja -C $b -j 2 >$b.ninja.log 2>&1 || { tail -n 60 $b.ninja.log; exit 1; }
 /tmp/'$name'-meson/meson install -C $b --no-rebuild --strip --destdir /tmp/'$name'-stage'$sfx' >$b.install.log 2>&1 ||
@@ -173,7 +175,7 @@ if [ -f "$info" ] && [ "$(python3 -c 'import json, sys; print(json.load(open(sys
 fi
 [ -f "$hb/build.ninja" ] || meson setup "$hb" ${cross_file:+--cross-file="$cross_file"} --buildtype=release \
     -Dwerror=false -Dtests=false -Dbench=false \
-    -Dstatic_ldsearch=true -Dcudatoolkit_include=/nonexistent >"$hb.setup.log" 2>&1 ||
+    -Dstatic_ldsearch=true -Dcuda=disabled >"$hb.setup.log" 2>&1 ||
     { tail -n 40 "$hb.setup.log"; fail "meson setup of the static ldsearch failed"; }
 nice -n 10 ninja -C "$hb" -j 2 tools/ldsearch/ldsearch >"$hb.ninja.log" 2>&1 ||
     { tail -n 40 "$hb.ninja.log"; fail "the static ldsearch did not build"; }

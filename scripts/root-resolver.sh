@@ -37,6 +37,6 @@ for s in "$@"; do suites="$suites --suite $s"; done
 script='set -e
 cd /tmp/ldshim-src
 [ -f /tmp/ldshim-build/build.ninja ] ||
-    /tmp/ldshim-meson/meson setup /tmp/ldshim-build -Dwerror=true -Dbench=false -Dcudatoolkit_include=/nonexistent >/dev/null
+    /tmp/ldshim-meson/meson setup /tmp/ldshim-build -Dwerror=true -Dbench=false -Dcuda=disabled >/dev/null
 /tmp/ldshim-meson/meson test -C /tmp/ldshim-build --print-errorlogs --num-processes 2 '"$suites"
 ./scripts/root-tree.sh --in "$root" sh -c "$script"
