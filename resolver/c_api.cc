@@ -337,20 +337,23 @@ void* open_found_by_glibc(const Request& q, const Resolution& r) {
 // holding what it would hold had the caller called it itself.
 void* open_answer(const Request& q, const Resolution& r) {
     const bool base = q.lmid == LM_ID_BASE;
-    // `next` is glibc's own: glibc is called as the caller with the name
-    // asked for.  Its search is the model's, so it reaches the same answer,
-    // and it is exact by construction where a path is not: glibc records
-    // the name (an object that needs itself by it included), the
-    // directories its search learnt about, and its own error text.
-    if (void* h = nullptr; q.glibc_next() && glibc_as_caller(q, q.file, q.mode, &h)) {
+    // `next` is glibc's own and the answer is an object: glibc is called as
+    // the caller with the name asked for.  Its search is the model's, so it
+    // reaches the same object, and it is exact by construction where a path
+    // is not: glibc records the name (an object that needs itself by it
+    // included) and the directories its search learnt about.  Not for a
+    // failure: glibc's text then depends on its own errno, which ldshim's
+    // own loads (the model's probe) have moved since start-up; the model's
+    // text is the one glibc alone would give.
+    if (void* h = nullptr;
+        r.kind != Resolution::Kind::not_found && q.glibc_next() && glibc_as_caller(q, q.file, q.mode, &h)) {
         set_error(kNoError);
-        if (base && (r.kind == Resolution::Kind::found || (h && r.kind != Resolution::Kind::loaded)))
-            note_opened(h, true);
+        if (base && r.kind == Resolution::Kind::found) note_opened(h, true);
         return h;
     }
     // `next` is an interposer (ucm, a sanitizer, a path translator), which
-    // must see the call, or there is no return point: `next` opens the
-    // answer by its path, and glibc is taught the rest.
+    // must see the call, or there is no return point, or nothing was found:
+    // `next` opens the answer by its path, and glibc is taught the rest.
     set_error(r.kind == Resolution::Kind::not_found ? r.error : kNoError);
     if (glibc_must_open_itself(r)) return open_found_by_glibc(q, r);
     const bool glibc_searched = let_glibc_search(q, r);
