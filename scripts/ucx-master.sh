@@ -247,21 +247,14 @@ check "gtest with UCX_MEM_DLOPEN_LDSHIM=n: failed tests" "malloc_hook_dlopen_lds
 malloc_hook_dlopen_ldshim.exe_caller_runpath malloc_hook_dlopen_ldshim.hwcaps malloc_hook_dlopen_ldshim.origin \
 malloc_hook_dlopen_ldshim.runpath_not_inherited " "$(failed_tests)"
 # Whether a run of every test is to be made once more (its log kept aside,
-# the check below holds the second run):
-#  - it died before gtest's summary (CI saw one SIGABRT at stop 38; none in
-#    80 runs here): the test it was in and its last lines are shown;
-#  - its one failure is malloc_hook_cplusplus.mmap_ptrs, which compares two
-#    timings of malloc (at most 75 % apart; nothing of ldshim is in it).  On
-#    two cores shared with the other suites it failed once in a full run (1.16 s
-#    against 2.17 s) and passed alone.
+# the check below holds the second run): it died before gtest's summary (CI
+# saw one SIGABRT at stop 38; none in 80 runs here); the test it was in and
+# its last lines are shown.
 run_again() { # MODE
     if ! grep -q '^\[  \(PASSED\|FAILED\) ' "$work/$gtest_log"; then
         say "CRASHED: gtest, every test, $1 mode, in: $(grep '^\[ RUN      \]' "$work/$gtest_log" | tail -n 1)"
         tail -n 20 "$work/$gtest_log" | sed 's/^/  | /' >&2
         mv "$work/$gtest_log" "$work/$gtest_log.crashed"
-    elif [ "$(failed_tests)" = "malloc_hook_cplusplus.mmap_ptrs " ]; then
-        say "gtest, every test, $1 mode: only UCX's malloc timing test failed"
-        mv "$work/$gtest_log" "$work/$gtest_log.first"
     else
         return 1
     fi
@@ -273,10 +266,14 @@ run_again() { # MODE
 # busy cores), so that run says nothing about ldshim there.  Untraced, and
 # in bistro mode, it runs with the others.
 traced() { grep -q '^TracerPid:[[:space:]]*[1-9]' /proc/self/status; }
+# UCX's malloc timing test (malloc_hook_cplusplus.mmap_ptrs: two timings
+# of malloc at most 75 % apart, nothing of ldshim in it) is run apart and
+# said, not counted: on two cores it fails with no libldshim loaded too
+# (3 of 5 runs here, the machine otherwise idle).
 for m in bistro reloc; do
-    filter='*' expected=36
+    filter=-malloc_hook_cplusplus.mmap_ptrs expected=35
     if [ "$m" = reloc ] && traced; then
-        filter=-malloc_hook.multi_threads expected=35
+        filter=-malloc_hook.multi_threads:malloc_hook_cplusplus.mmap_ptrs expected=34
         say "malloc_hook.multi_threads left out: traced (UCX's reloc mode crashes in it under strace, without ldshim too)"
     fi
     say "gtest, every test of the ucm part (patched, libldshim, UCX_MEM_MMAP_HOOK_MODE=$m):"
@@ -288,6 +285,15 @@ for m in bistro reloc; do
     fi
     check "gtest, every test, $m mode: failed tests" "" "$(failed_tests)"
     check "gtest, every test, $m mode: summary" "[  PASSED  ] $expected tests." "$(grep '^\[  PASSED' "$work/$gtest_log")"
+    for with in libldshim none; do
+        gtest_log=gtest-timing-$m-$with.log
+        if [ $with = libldshim ]; then
+            LD_LIBRARY_PATH=$ldshim_dir UCX_MEM_MMAP_HOOK_MODE=$m gtest_run --gtest_filter='malloc_hook_cplusplus.*' 2>/dev/null
+        else
+            UCX_MEM_MMAP_HOOK_MODE=$m gtest_run --gtest_filter='malloc_hook_cplusplus.*' 2>/dev/null
+        fi
+        say "UCX's malloc timing test, $m mode, with $with (not counted): $(grep -q '^\[  FAILED  \] malloc_hook_cplusplus.mmap_ptrs' "$work/$gtest_log" && echo failed || echo passed)"
+    done
 done
 say "gtest reloc_mode_new_process with the unpatched libucm (its program has RUNPATH; waits 60 s):"
 gtest_log=gtest-deadlock-unpatched.log
