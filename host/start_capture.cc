@@ -51,7 +51,11 @@ bool maps_name_files_as_stat(const MappedFiles& maps) {
 
 std::string directory_it_was_named_from(std::string_view name, const MappedFiles::File& mapped) {
     while (name.starts_with("./")) name.remove_prefix(2);
-    const std::string path = "/" + std::string(name) + "/";
+    // Built piecewise: `"/" + std::string(name) + "/"` trips GCC 12's
+    // -Wrestrict false positive at -O3 (the release build).
+    std::string path(1, '/');
+    path.append(name.data(), name.size());
+    path.push_back('/');
     if (mapped.deleted || name.empty() || path.find("/./") != std::string::npos ||
         path.find("/../") != std::string::npos || path.find("//") != std::string::npos)
         return {};
