@@ -75,12 +75,12 @@ struct NameKey {
 // Reading adds twice around nloaded and the lock word, and accepting only an
 // unheld lock with adds unchanged, rules out a pair torn by a change in
 // progress (glibc writes both inside one hold of that lock).
-bool read_generation(const host::LoaderWords& words_, Generation& g) noexcept {
+bool read_generation(const host::LoaderWords& words, Generation& g) noexcept {
     for (int attempt = 0; attempt < 4; ++attempt) {
-        unsigned long long a1 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
-        unsigned int n = __atomic_load_n(words_.nloaded, __ATOMIC_ACQUIRE);
-        int lock = __atomic_load_n(words_.write_lock, __ATOMIC_ACQUIRE);
-        unsigned long long a2 = __atomic_load_n(words_.adds, __ATOMIC_ACQUIRE);
+        unsigned long long a1 = __atomic_load_n(words.adds, __ATOMIC_ACQUIRE);
+        unsigned int n = __atomic_load_n(words.nloaded, __ATOMIC_ACQUIRE);
+        int lock = __atomic_load_n(words.write_lock, __ATOMIC_ACQUIRE);
+        unsigned long long a2 = __atomic_load_n(words.adds, __ATOMIC_ACQUIRE);
         if (lock == 0 && a1 == a2) {
             g = {a1, n};
             return true;

@@ -2,39 +2,23 @@
 #include "resolver/live_process_walk.h"
 
 #include "host/dir_record.h"
-#include "host/find_object.h"
 #include "host/libc.h"
-#include "host/loaded_objects.h"
 #include "host/loader_in_process.h"
 #include "host/mapped_files.h"
 #include "host/settings.h"
 #include "host/start_capture.h"
 #include "host/startup_env.h"
-#include "loader/loaded_extent.h"
-#include "loader/paths.h"
-#include "machine/machine.h"
 
-#include <pthread.h>
-
-#include <fcntl.h>
 #include <link.h>
 #include <sys/auxv.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
-#include <span>
-#include <string_view>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace ldshim::resolver {
 
