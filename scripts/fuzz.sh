@@ -15,7 +15,7 @@ command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get insta
 out=build-fuzz
 mkdir -p "$out/crashes"
 
-sources="loader/fs.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc loader/trace.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc loader/loader_env.cc loader/loader_config.cc loader/loader_config_codec.cc loader/loader_probe.cc"
+sources="loader/fs.cc loader/paths.cc loader/elf_facts.cc loader/ld_cache.cc loader/tokens.cc loader/path_pool.cc loader/trace.cc tools/ldsearch/ld_debug_log.cc tools/ldsearch/env_record.cc loader/loader_env.cc loader/loader_config.cc loader/loader_config_codec.cc loader/loader_probe.cc"
 flags="-std=c++20 -g -O1 -D_GNU_SOURCE -Iinclude -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 
 seed() { # TARGET DIR
