@@ -90,6 +90,16 @@ void leaf_shift(Leaf* l, std::size_t from, std::ptrdiff_t by) {
 void leaf_pad(Leaf* l) {
     for (std::size_t i = l->n; i < kLeafKeys; ++i) l->key[i] = kTop;
 }
+// dst = src's live slots, in order, as a leaf the writer builds (no dead
+// slot, unused keys ~0); dst->fresh is left to the caller.
+void compact(Leaf* dst, const Leaf* src) {
+    std::uint32_t live = detail::live_mask(src->n | std::uint32_t{src->dead} << 16);
+    std::size_t k = 0;
+    for (; live; live &= live - 1) put(dst, k++, get(src, static_cast<std::size_t>(__builtin_ctz(live))));
+    dst->n = static_cast<std::uint16_t>(k);
+    dst->dead = 0;
+    leaf_pad(dst);
+}
 void inner_pad(Inner* in) {
     for (std::size_t i = in->n; i < kInnerKeys; ++i) in->key[i] = kTop;
 }
@@ -179,6 +189,7 @@ Leaf* Registry::new_leaf() {
     fresh_.reserve(fresh_.size() + 1);  // so that recording it cannot throw
     auto* l = static_cast<Leaf*>(pool_get(true));
     fresh_.push_back(tag_node(l, true));
+    l->dead = 0;
     l->fresh = 1;
     return l;
 }
@@ -196,7 +207,10 @@ Leaf* Registry::own_leaf(const void* node) {
     if (l->fresh) return const_cast<Leaf*>(l);
     replaced_.reserve(replaced_.size() + 1);
     Leaf* c = new_leaf();
-    std::memcpy(static_cast<void*>(c), l, sizeof(Leaf));
+    if (l->dead)
+        compact(c, l);  // the tree path works on leaves without dead slots
+    else
+        std::memcpy(static_cast<void*>(c), l, sizeof(Leaf));
     c->fresh = 1;
     if (l != &kEmptyLeaf) replaced_.push_back(tag_node(l, true));
     return c;
@@ -277,9 +291,12 @@ namespace {
 void walk(const void* node, unsigned h, std::vector<Info>& out) {
     if (h == 0) {
         const auto* l = static_cast<const Leaf*>(node);
-        for (std::size_t i = 0; i < l->n; ++i)
-            out.push_back({static_cast<Type>(l->tag[i] & 0xff), l->device[i], l->key[i],
-                           span_length(l->key[i], l->last[i]), l->tag[i] >> 8});
+        for (std::uint32_t live = detail::live_mask(detail::load_state(l)); live; live &= live - 1) {
+            auto i = static_cast<std::size_t>(__builtin_ctz(live));
+            std::uint64_t tag = __atomic_load_n(&l->tag[i], __ATOMIC_RELAXED);  // see Registry::revive
+            out.push_back(
+                {static_cast<Type>(tag & 0xff), l->device[i], l->key[i], span_length(l->key[i], l->last[i]), tag >> 8});
+        }
         return;
     }
     const auto* in = static_cast<const Inner*>(node);
@@ -327,7 +344,8 @@ bool Registry::remove_range_at(std::uintptr_t base, Info* was) {
     }
     const auto* l = static_cast<const Leaf*>(node);
     std::size_t c = leaf_rank(l, base);
-    if (c == 0 || l->key[c - 1] != base) return false;
+    // The last slot with that base is the only one that can be live.
+    if (c == 0 || l->key[c - 1] != base || (l->dead >> (c - 1) & 1)) return false;
     Flat e = get(l, c - 1);
     *was = {static_cast<Type>(e.tag & 0xff), e.device, e.base, span_length(e.base, e.last), e.tag >> 8};
     dom_->prepare_writer();
@@ -403,6 +421,7 @@ const Leaf* leaf_with(Leaf* nl, const Leaf* l, std::size_t c, const Flat& e) {
     }
     put(nl, c, e);
     nl->n = static_cast<std::uint16_t>(l->n + 1);
+    nl->dead = 0;
     nl->fresh = 0;
     return nl;
 }
@@ -417,6 +436,7 @@ const Leaf* leaf_without(Leaf* nl, const Leaf* l, std::size_t j) {
     }
     nl->n = static_cast<std::uint16_t>(l->n - 1);
     nl->key[nl->n] = kTop;
+    nl->dead = 0;
     nl->fresh = 0;
     return nl;
 }
@@ -444,10 +464,17 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         slot = c;
         node = in->child[c];
     }
-    const auto* l = static_cast<const Leaf*>(node);
-    // What the hooks do nearly always: a range put into a gap, or one entry
-    // removed exactly (leaf_with, leaf_without); anything else goes through
-    // splice.
+    auto* published = static_cast<Leaf*>(const_cast<void*>(node));
+    if (edit_in_place(published, parent != nullptr, leftmost, base, last, add)) return true;
+    // The copies below are built from the leaf's live slots.
+    Leaf dense;
+    const Leaf* l = published;
+    if (published->dead) {
+        compact(&dense, published);
+        l = &dense;
+    }
+    // Next most common: a range put into a gap, or one entry removed exactly
+    // (leaf_with, leaf_without); anything else goes through splice.
     const std::size_t n0 = l->n;
     const std::size_t c = leaf_rank(l, base);
     std::size_t n;
@@ -468,7 +495,7 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
     } else if (!add && c == 1 && slot > 0 && n0 > kLeafMin && l->key[0] == base && l->last[0] == last) {
         // The leaf's first range goes, as when frees come in allocation
         // order: the separator in front of it changes too.
-        remove_first(l, parent, slot, grand, gslot, r & kHeightMask);
+        remove_first(l, published, parent, slot, grand, gslot, r & kHeightMask);
         return true;
     } else {
         Flat out[kLeafKeys + 2];
@@ -482,6 +509,7 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
             Leaf* nl = static_cast<Leaf*>(pool_get(true));
             for (std::size_t i = 0; i < n; ++i) put(nl, i, out[i]);
             nl->n = static_cast<std::uint16_t>(n);
+            nl->dead = 0;
             nl->fresh = 0;
             leaf_pad(nl);
             fresh = nl;
@@ -491,19 +519,74 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         __atomic_store_n(&parent->child[slot], fresh, __ATOMIC_RELEASE);
     else
         root_.store(reinterpret_cast<std::uintptr_t>(fresh), std::memory_order_release);
-    bump(live_bytes_, (n > 0 ? sizeof(Leaf) : 0) - (l != &kEmptyLeaf ? sizeof(Leaf) : 0));
+    bump(live_bytes_, (n > 0 ? sizeof(Leaf) : 0) - (published != &kEmptyLeaf ? sizeof(Leaf) : 0));
     bump(count_, n - l->n);
-    retire(l, true);
+    retire(published, true);
     return true;
 }
 
-// Removes the first range of leaf l, child `slot` (> 0) of parent, which
+// An update the leaf takes in place (see Leaf for why readers stay right):
+// a range that was freed from this leaf comes back, its slot made live
+// again; a range after every slot used goes into the next free slot; one
+// live range removed exactly is marked dead.  None applies to the shared
+// empty leaf, to slot 0 of a leaf with a separator in front of it, nor where
+// a leaf other than the root would keep fewer than kLeafMin ranges (a merge).
+bool Registry::edit_in_place(Leaf* l, bool has_parent, bool leftmost, std::uintptr_t base, std::uintptr_t last,
+                             const Flat* add) {
+    const std::uint32_t n = l->n;
+    const std::uint32_t live = detail::live_mask(n | std::uint32_t{l->dead} << 16);
+    if (add) {
+        if (n == 0) return false;
+        if (revive(l, live, *add)) return true;
+        if (n == kLeafKeys || l->key[n - 1] > base) return false;
+        if (live && l->last[31 - __builtin_clz(live)] >= base) return false;  // overlaps the last live range
+        l->last[n] = add->last;
+        l->tag[n] = add->tag;
+        l->device[n] = add->device;
+        __atomic_store_n(&l->key[n], add->base, __ATOMIC_RELAXED);  // readers may load it before the state says so
+        detail::publish_state(l, n + 1, l->dead);
+        bump(count_, 1);
+        return true;
+    }
+    const std::size_t c = leaf_rank(l, base);
+    if (c == 0 || !(live >> (c - 1) & 1) || l->key[c - 1] != base || l->last[c - 1] != last) return false;
+    if (c == 1 && !leftmost) return false;
+    if (has_parent && static_cast<std::size_t>(__builtin_popcount(live)) - 1 < kLeafMin) return false;
+    detail::publish_state(l, n, l->dead | 1u << (c - 1));
+    bump(count_, ~std::size_t{0});
+    return true;
+}
+
+// The same range as a dead slot's -- base, end, type, device: what a free
+// then the same allocation gives -- comes back to that slot with its new
+// generation.  The slot must be the last one whose key is <= the range's
+// end: a later key inside it would split it for readers.  No live range
+// before the slot can reach it: that one was live when this slot was
+// written (the append would have been refused) or was revived since (this
+// slot's key inside it would have refused that).  A reader that loaded a
+// state from before the free may read either generation of the same range,
+// both true.
+bool Registry::revive(Leaf* l, std::uint32_t live, const Flat& e) {
+    const std::size_t c = leaf_rank(l, e.last);
+    if (c == 0) return false;
+    const std::size_t j = c - 1;
+    if ((live >> j & 1) || l->key[j] != e.base || l->last[j] != e.last || l->device[j] != e.device ||
+        (l->tag[j] & 0xff) != (e.tag & 0xff))
+        return false;
+    __atomic_store_n(&l->tag[j], e.tag, __ATOMIC_RELAXED);  // readers of an older state may load it
+    detail::publish_state(l, l->n, l->dead & ~(1u << j));
+    bump(count_, 1);
+    return true;
+}
+
+// Removes the first range of leaf l (the live slots of `published`, the leaf
+// readers see), child `slot` (> 0) of parent, which
 // keeps at least kLeafMin: a copy of the parent with the next range's base
 // as the separator in front of the new leaf replaces it with one store into
 // the grandparent's slot (or the root), without the general path's
 // bookkeeping.
-void Registry::remove_first(const Leaf* l, const Inner* parent, std::size_t slot, Inner* grand, std::size_t gslot,
-                            std::uintptr_t height) {
+void Registry::remove_first(const Leaf* l, const Leaf* published, const Inner* parent, std::size_t slot, Inner* grand,
+                            std::size_t gslot, std::uintptr_t height) {
     pending_.reserve(pending_.size() + 2);  // retiring cannot fail once published
     auto* np = static_cast<Inner*>(pool_get(false));
     Leaf* nl = nullptr;
@@ -523,7 +606,7 @@ void Registry::remove_first(const Leaf* l, const Inner* parent, std::size_t slot
     else
         root_.store(reinterpret_cast<std::uintptr_t>(np) | height, std::memory_order_release);
     bump(count_, ~std::size_t{0});  // one range fewer; as many nodes as before
-    retire(l, true);
+    retire(published, true);
     retire(parent, false);
 }
 
@@ -532,7 +615,7 @@ void Registry::collect(const void* node, unsigned h, std::uintptr_t base, std::u
     if (h == 0) {
         const auto* l = static_cast<const Leaf*>(node);
         for (std::size_t i = 0; i < l->n; ++i)
-            if (l->key[i] <= last && l->last[i] >= base) overlap_.push_back(get(l, i));
+            if (!(l->dead >> i & 1) && l->key[i] <= last && l->last[i] >= base) overlap_.push_back(get(l, i));
         return;
     }
     const auto* in = static_cast<const Inner*>(node);
@@ -714,17 +797,16 @@ void Registry::rebalance(Inner* in, std::size_t c, unsigned child_h) {
 void Registry::rebalance_leaves(Inner* in, std::size_t i) {
     Leaf* a = own_leaf(in->child[i]);
     in->child[i] = a;
-    const auto* b = static_cast<const Leaf*>(in->child[i + 1]);
-    std::size_t total = a->n + std::size_t{b->n};
+    Leaf* bw = own_leaf(in->child[i + 1]);  // without its dead slots
+    in->child[i + 1] = bw;
+    std::size_t total = a->n + std::size_t{bw->n};
     if (total <= kLeafKeys) {  // merge b into a
-        for (std::size_t k = 0; k < b->n; ++k) put(a, a->n + k, get(b, k));
+        for (std::size_t k = 0; k < bw->n; ++k) put(a, a->n + k, get(bw, k));
         a->n = static_cast<std::uint16_t>(total);
-        drop(b, 0);
+        drop(bw, 0);
         inner_erase_at(in, i);
         return;
     }
-    Leaf* bw = own_leaf(b);
-    in->child[i + 1] = bw;
     Flat all[2 * kLeafKeys];
     for (std::size_t k = 0; k < a->n; ++k) all[k] = get(a, k);
     for (std::size_t k = 0; k < bw->n; ++k) all[a->n + k] = get(bw, k);

@@ -1,13 +1,18 @@
 // A registry of non-overlapping address ranges and their memory type.
 //
-// The ranges live in a copy-on-write B+tree.  Readers (lookup) are
-// wait-free: they take no lock, allocate nothing and never see a torn entry,
-// because every node they can reach is immutable; a writer publishes a change
-// with one atomic pointer store.  One writer at a time (a futex lock) copies only
-// what changes:
-//   - most updates touch one leaf and keep its first key: the new leaf is
-//     swapped into its parent's child slot in place, so readers keep every
-//     other cache line they had;
+// The ranges live in a B+tree.  Readers (lookup) are wait-free: they take no
+// lock, allocate nothing and never see a torn entry.  One writer at a time (a
+// futex lock) changes it, in the cheapest of three ways:
+//   - in place, in the one leaf it touches (what a hook's allocation and free
+//     nearly always are): a range after every slot the leaf has used is
+//     written into the next free slot, a range that goes is marked dead, and
+//     either is published by one release store of the leaf's state word (its
+//     slot count and dead mask).  A leaf's slots are written once: a dead
+//     slot is never reused in place, so what a reader read under an older
+//     state stays true (see Leaf);
+//   - by copying that leaf without its dead slots and swapping the copy into
+//     its parent's child slot, when the leaf is full of slots or the change
+//     is elsewhere in it but keeps its first key;
 //   - the others (splits, merges, edits across leaves) copy the path from the
 //     root down to what changes, at most once per node per update, and
 //     publish a new root.
@@ -64,15 +69,46 @@ struct alignas(1024) Inner {
 };
 // Leaf, eight cache lines: the keys a lookup compares, then the columns it
 // reads one element of.  tag = generation << 8 | type.
+//
+// The memory-ordering argument of an update in place.  `n` (slots used) and
+// `dead` (bit i: slot i's range is gone) form one 32-bit state word, which
+// the writer publishes with a release store and a reader loads once, with
+// acquire, before it reads a key.  A reader therefore sees every slot below
+// its n as the writer wrote it before that store; the writer never writes a
+// slot below the published n again (a dead slot stays dead until the leaf is
+// copied, and the copy is reclaimed through epochs like any replaced node),
+// so those slots cannot tear.  One exception: a dead slot whose range comes
+// back exactly (Registry::revive) gets its new generation in place, with an
+// atomic store, before the state that makes it live again.  Keys stay sorted across all sixteen slots at
+// every instant (a slot is appended only at or after the last used key, and
+// unused ones hold ~0), so the count of keys <= p, clamped to the reader's
+// n, is that of its snapshot even where the next slot is being written.
+// Slot 0 of a leaf other than the leftmost is never dead: a gap before it
+// would begin in the leaf on the left, which a reader does not see.
 struct alignas(512) Leaf {
-    std::uintptr_t key[kLeafKeys];  // bases; unused ones hold ~0
+    std::uintptr_t key[kLeafKeys];  // bases, sorted; unused ones hold ~0
     std::uintptr_t last[kLeafKeys];
     std::uint64_t tag[kLeafKeys];
     std::int32_t device[kLeafKeys];
-    std::uint16_t n;
+    std::uint16_t n;     // slots used: the state word's low half
+    std::uint16_t dead;  // its high half; 0 in every leaf the writer builds
     std::uint8_t fresh;
 };
 static_assert(sizeof(Inner) == 1024 && sizeof(Leaf) == 512);
+static_assert(offsetof(Leaf, n) % 4 == 0 && offsetof(Leaf, dead) == offsetof(Leaf, n) + 2);
+
+// The state word of a leaf as one value: n | dead << 16.
+using StateWord [[gnu::may_alias]] = std::uint32_t;
+[[gnu::always_inline]] inline std::uint32_t load_state(const Leaf* l) noexcept {
+    return __atomic_load_n(reinterpret_cast<const StateWord*>(&l->n), __ATOMIC_ACQUIRE);
+}
+[[gnu::always_inline]] inline void publish_state(Leaf* l, std::uint32_t n, std::uint32_t dead) noexcept {
+    __atomic_store_n(reinterpret_cast<StateWord*>(&l->n), n | dead << 16, __ATOMIC_RELEASE);
+}
+// The slots of a state that hold a range.
+[[gnu::always_inline]] inline std::uint32_t live_mask(std::uint32_t state) noexcept {
+    return ~(state >> 16) & ((1u << (state & 0xffff)) - 1);
+}
 // One entry as the writer handles it.
 struct Flat {
     std::uintptr_t base, last;
@@ -92,9 +128,12 @@ template <std::size_t N>
         // GCC turns the unrolled select into a branch, which random
         // addresses mispredict half the time; force the cmov.
         const std::uintptr_t* up = b + half;
-        asm("cmpq %[k], %[x]\n\tcmovaeq %[up], %[b]" : [b] "+r"(b) : [k] "r"(*up), [x] "r"(x), [up] "r"(up) : "cc");
+        asm("cmpq %[k], %[x]\n\tcmovaeq %[up], %[b]"
+            : [b] "+r"(b)
+            : [k] "r"(__atomic_load_n(up, __ATOMIC_RELAXED)), [x] "r"(x), [up] "r"(up)
+            : "cc");
 #else
-        b += half & (std::size_t{0} - static_cast<std::size_t>(b[half] <= x));
+        b += half & (std::size_t{0} - static_cast<std::size_t>(__atomic_load_n(&b[half], __ATOMIC_RELAXED) <= x));
 #endif
         return step<N - half>(b, x);
     }
@@ -102,7 +141,8 @@ template <std::size_t N>
 template <std::size_t N>
 [[gnu::always_inline]] inline std::size_t count_le(const std::uintptr_t* a, std::uintptr_t x) noexcept {
     const std::uintptr_t* b = step<N>(a, x);
-    return static_cast<std::size_t>(b - a) + (*b <= x);
+    // Atomic: the key after a leaf's used slots may be being written.
+    return static_cast<std::size_t>(b - a) + (__atomic_load_n(b, __ATOMIC_RELAXED) <= x);
 }
 // The same, clamped to the keys in use (unused ones are ~0 and would count
 // for x == ~0).
@@ -186,8 +226,11 @@ private:
     // Update, writer side (registry.cc).
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     bool edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add);
-    void remove_first(const detail::Leaf* l, const detail::Inner* parent, std::size_t slot, detail::Inner* grand,
-                      std::size_t gslot, std::uintptr_t height);
+    bool edit_in_place(detail::Leaf* l, bool has_parent, bool leftmost, std::uintptr_t base, std::uintptr_t last,
+                       const Flat* add);
+    bool revive(detail::Leaf* l, std::uint32_t live, const Flat& e);
+    void remove_first(const detail::Leaf* l, const detail::Leaf* published, const detail::Inner* parent,
+                      std::size_t slot, detail::Inner* grand, std::size_t gslot, std::uintptr_t height);
     void edit_tree(std::uintptr_t base, std::uintptr_t last, const Flat* add);
     void collect(const void* node, unsigned h, std::uintptr_t base, std::uintptr_t last);
     void tx_insert(const Flat& e);

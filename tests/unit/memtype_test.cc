@@ -8,9 +8,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -537,6 +539,139 @@ TEST(Memtype, readers_race_frees_and_reuse_of_whole_ranges) {
     for (auto& t : readers) t.join();
     EXPECT_EQ(bad.load(), 0u);
     EXPECT_GT(reads.load(), 1000u);
+}
+
+// Several writers at once, each in a region of its own between ranges that
+// are never removed (so that no gap reaches into another region), each
+// checking every answer about its region against its own map of entries,
+// while readers look anywhere.  Updates are mostly what the hooks make --
+// a range put into a gap, a whole range freed -- which leaves take in
+// place, mixed with cuts and overlapping inserts, which copy.  Regions
+// share leaves, so a writer's lookups meet another writer's updates in
+// place.  LDSHIM_TEST_SEED picks the seed; a failure is replayed alone to
+// say whether it needs the other threads.
+namespace {
+constexpr std::uintptr_t kRegion = std::uintptr_t{1} << 22, kPage = 0x1000;
+std::uintptr_t region_base(unsigned t) { return 0x10000000 + t * (kRegion + kPage); }
+
+// The first op of writer t at which the registry differed from its map, or
+// -1; stops early once `stop` is set.
+long run_writer(Registry& r, std::uint64_t seed, unsigned t, long ops, const std::atomic<bool>& failed) {
+    std::mt19937_64 rng(seed * 1000003 + t);
+    MapModel m;
+    const std::uintptr_t lo = region_base(t);
+    std::vector<std::uintptr_t> live;  // bases the model holds, for exact frees
+    std::vector<MapModel::E> freed;    // what was freed, newest last (base in .gen)
+    for (long op = 0; op < ops && !failed.load(std::memory_order_relaxed); ++op) {
+        unsigned k = rng() % 100;
+        std::uintptr_t b = lo + (rng() % (kRegion / kPage)) * kPage;
+        std::uintptr_t n = (1 + rng() % 16) * kPage;
+        if (b + n > lo + kRegion) n = lo + kRegion - b;
+        if (k < 20 && !freed.empty()) {  // the same range allocated again, as allocators reuse
+            MapModel::E e = freed.back();
+            freed.pop_back();
+            b = e.gen;
+            n = e.last - b + 1;
+            m.cut(b, e.last);
+            m.m[b] = {e.last, e.type, e.device, r.insert(b, n, e.type, e.device)};
+        } else if (k < 45 || live.empty()) {  // into a gap where there is one, else over what is there
+            int dev = static_cast<int>(rng() % 8);
+            Type ty = static_cast<Type>(1 + dev % 4);
+            m.cut(b, b + n - 1);
+            m.m[b] = {b + n - 1, ty, dev, r.insert(b, n, ty, dev)};
+        } else if (k < 90) {  // a whole range freed
+            std::size_t i = rng() % live.size();
+            auto it = m.m.find(live[i]);
+            if (it != m.m.end()) {
+                Info was{};
+                if (!r.remove_range_at(it->first, &was) || was.base != it->first) return op;
+                b = it->first;
+                n = it->second.last - it->first + 1;
+                freed.push_back({it->second.last, it->second.type, it->second.device, b});
+                m.m.erase(it);
+            }
+        } else {  // a cut
+            r.remove(b, n);
+            m.cut(b, b + n - 1);
+        }
+        live.clear();
+        if (m.m.size() < 64)
+            for (const auto& e : m.m) live.push_back(e.first);
+        else
+            for (int j = 0; j < 64; ++j) {
+                auto it = m.m.lower_bound(lo + (rng() % (kRegion / kPage)) * kPage);
+                if (it != m.m.end()) live.push_back(it->first);
+            }
+        for (std::uintptr_t p : {b, b + n - 1, b + n, lo + rng() % kRegion}) {
+            if (p >= lo + kRegion) continue;
+            Info got = r.lookup(p), want = m.at(p);
+            if (got.type != want.type || got.generation != want.generation || got.device != want.device) return op;
+            // A gap's model bounds run past the region: the sentinels bound it there.
+            std::uintptr_t wlo = want.base < lo ? lo - kPage : want.base;
+            std::uintptr_t whi = want.base + (want.length - 1) >= lo + kRegion ? lo + kRegion + kPage - 1
+                                                                               : want.base + (want.length - 1);
+            if (want.type == Type::unregistered) {
+                wlo = want.base < lo ? lo : wlo;
+                whi = want.base + (want.length - 1) >= lo + kRegion ? lo + kRegion - 1 : whi;
+            }
+            if (got.base != wlo || got.base + (got.length - 1) != whi) return op;
+        }
+    }
+    return -1;
+}
+}  // namespace
+
+TEST(Memtype, readers_and_writers_on_several_threads_match_a_map_each) {
+    const char* env = std::getenv("LDSHIM_TEST_SEED");
+    const std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 20261206;
+    constexpr unsigned kWriters = 3;
+    constexpr long kOps = 40000;
+    std::printf("[ SEED     ] %llu (LDSHIM_TEST_SEED replays it)\n", static_cast<unsigned long long>(seed));
+    auto fence_regions = [](Registry& r) {
+        for (unsigned t = 0; t <= kWriters; ++t) r.insert(region_base(t) - kPage, kPage, Type::host, -2);
+    };
+    Registry r;
+    fence_regions(r);
+    std::atomic<bool> failed{false}, stop{false};
+    std::atomic<std::uint64_t> bad{0}, reads{0};
+    std::array<long, kWriters> first_bad{};
+    std::vector<std::thread> writers, readers;
+    for (unsigned t = 0; t < kWriters; ++t)
+        writers.emplace_back([&, t] {
+            first_bad[t] = run_writer(r, seed, t, kOps, failed);
+            if (first_bad[t] >= 0) failed = true;
+        });
+    for (unsigned t = 0; t < 2; ++t)
+        readers.emplace_back([&, t] {
+            std::mt19937_64 rng(seed + 77 + t);
+            const std::uintptr_t span = region_base(kWriters) - region_base(0);
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::uintptr_t p = region_base(0) + rng() % span;
+                Info e = r.lookup(p);
+                reads.fetch_add(1, std::memory_order_relaxed);
+                if (p < e.base || p - e.base >= e.length) bad++;
+                // An entry whose type is not its device's (as the writers
+                // chose them) mixes columns of two entries.
+                if (e.type != Type::unregistered && e.device >= 0 && e.type != static_cast<Type>(1 + e.device % 4))
+                    bad++;
+                if (e.type == Type::unregistered && (e.base < region_base(0) || e.length > kRegion)) bad++;
+            }
+        });
+    for (auto& w : writers) w.join();
+    stop = true;
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(bad.load(), 0u) << "seed " << seed;
+    EXPECT_GT(reads.load(), 1000u);
+    for (unsigned t = 0; t < kWriters; ++t) {
+        if (first_bad[t] < 0) continue;
+        Registry alone;
+        fence_regions(alone);
+        std::atomic<bool> none{false};
+        long again = run_writer(alone, seed, t, first_bad[t] + 1, none);
+        ADD_FAILURE() << "seed " << seed << ": writer " << t << " differed from its map at op " << first_bad[t]
+                      << (again >= 0 ? "; alone too, at op " + std::to_string(again) + " (a sequential bug)"
+                                     : "; not alone (it needs the other threads)");
+    }
 }
 
 TEST(Memtype, c_api_roundtrip_on_the_global_registry) {
