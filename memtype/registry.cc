@@ -90,6 +90,12 @@ void leaf_shift(Leaf* l, std::size_t from, std::ptrdiff_t by) {
 void leaf_pad(Leaf* l) {
     for (std::size_t i = l->n; i < kLeafKeys; ++i) l->key[i] = kTop;
 }
+// Whether more than k bits of m are set (the library is built for baseline
+// x86-64, where a popcount is a call into libgcc).
+bool more_than(std::uint32_t m, std::size_t k) {
+    for (std::size_t i = 0; i < k && m; ++i) m &= m - 1;
+    return m != 0;
+}
 // dst = src's live slots, in order, as a leaf the writer builds (no dead
 // slot, unused keys ~0); dst->fresh is left to the caller.
 void compact(Leaf* dst, const Leaf* src) {
@@ -336,20 +342,16 @@ void Registry::remove(std::uintptr_t base, std::size_t length) {
 
 bool Registry::remove_range_at(std::uintptr_t base, Info* was) {
     std::lock_guard<host::FutexMutex> lock(write_mu_);
-    std::uintptr_t r = root_.load(std::memory_order_relaxed);
-    const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
-    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
-        const auto* in = static_cast<const Inner*>(node);
-        node = in->child[inner_rank(in, base)];
-    }
-    const auto* l = static_cast<const Leaf*>(node);
+    LeafPath at;
+    leaf_for(base, base, &at);  // a range of one address stays in its leaf
+    const Leaf* l = at.leaf;
     std::size_t c = leaf_rank(l, base);
     // The last slot with that base is the only one that can be live.
     if (c == 0 || l->key[c - 1] != base || (l->dead >> (c - 1) & 1)) return false;
     Flat e = get(l, c - 1);
     *was = {static_cast<Type>(e.tag & 0xff), e.device, e.base, span_length(e.base, e.last), e.tag >> 8};
     dom_->prepare_writer();
-    edit(e.base, e.last, nullptr);
+    if (!edit_in_place(at, e.base, e.last, nullptr)) edit(e.base, e.last, nullptr);
     return true;
 }
 
@@ -442,30 +444,47 @@ const Leaf* leaf_without(Leaf* nl, const Leaf* l, std::size_t j) {
 }
 }  // namespace
 
-// The common update: everything it changes lies in one leaf, which keeps its
-// first key (or is the leftmost) and stays between the fill bounds.  The
-// rebuilt leaf replaces the old one with one store into its parent's slot,
-// so the rest of the published tree -- and readers' caches of it -- stay.
-bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+// The leaf whose key range holds base, and the way down to it; false when
+// [base, last] reaches past that leaf's subtree.
+bool Registry::leaf_for(std::uintptr_t base, std::uintptr_t last, LeafPath* at) const {
     std::uintptr_t r = root_.load(std::memory_order_relaxed);
     const void* node = reinterpret_cast<const void*>(r & ~kHeightMask);
-    Inner* grand = nullptr;
-    Inner* parent = nullptr;
-    std::size_t gslot = 0, slot = 0;
-    bool leftmost = true;
-    for (std::uintptr_t h = r & kHeightMask; h > 0; --h) {
+    *at = {};
+    at->height = r & kHeightMask;
+    at->leftmost = true;
+    for (std::uintptr_t h = at->height; h > 0; --h) {
         auto* in = static_cast<Inner*>(const_cast<void*>(node));
         std::size_t c = inner_rank(in, base);
         if (c < in->n && last >= in->key[c]) return false;  // reaches the next subtree
-        leftmost = leftmost && c == 0;
-        grand = parent;
-        gslot = slot;
-        parent = in;
-        slot = c;
+        at->leftmost = at->leftmost && c == 0;
+        at->grand = at->parent;
+        at->gslot = at->slot;
+        at->parent = in;
+        at->slot = c;
         node = in->child[c];
     }
-    auto* published = static_cast<Leaf*>(const_cast<void*>(node));
-    if (edit_in_place(published, parent != nullptr, leftmost, base, last, add)) return true;
+    at->leaf = static_cast<Leaf*>(const_cast<void*>(node));
+    return true;
+}
+
+// The common update: everything it changes lies in one leaf, which keeps its
+// first key (or is the leftmost) and stays between the fill bounds.  It is
+// made in place where it can be, else the rebuilt leaf replaces the old one
+// with one store into its parent's slot, so the rest of the published tree
+// -- and readers' caches of it -- stay.
+bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+    LeafPath at;
+    if (!leaf_for(base, last, &at)) return false;
+    return edit_in_place(at, base, last, add) || edit_by_copy(at, base, last, add);
+}
+
+// The one-leaf update as a copy of the leaf.  Apart from the in-place
+// paths, so that they do not pay for this one's stack frame.
+[[gnu::noinline]] bool Registry::edit_by_copy(const LeafPath& at, std::uintptr_t base, std::uintptr_t last,
+                                              const Flat* add) {
+    Leaf* const published = at.leaf;
+    Inner* const parent = at.parent;
+    const bool leftmost = at.leftmost;
     // The copies below are built from the leaf's live slots.
     Leaf dense;
     const Leaf* l = published;
@@ -492,10 +511,10 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         if (parent && n < kLeafMin) return false;  // a merge
         pending_.reserve(pending_.size() + 1);
         fresh = leaf_without(static_cast<Leaf*>(pool_get(true)), l, c - 1);
-    } else if (!add && c == 1 && slot > 0 && n0 > kLeafMin && l->key[0] == base && l->last[0] == last) {
+    } else if (!add && c == 1 && at.slot > 0 && n0 > kLeafMin && l->key[0] == base && l->last[0] == last) {
         // The leaf's first range goes, as when frees come in allocation
         // order: the separator in front of it changes too.
-        remove_first(l, published, parent, slot, grand, gslot, r & kHeightMask);
+        remove_first(l, published, parent, at.slot, at.grand, at.gslot, at.height);
         return true;
     } else {
         Flat out[kLeafKeys + 2];
@@ -516,7 +535,7 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
         }
     }
     if (parent)
-        __atomic_store_n(&parent->child[slot], fresh, __ATOMIC_RELEASE);
+        __atomic_store_n(&parent->child[at.slot], fresh, __ATOMIC_RELEASE);
     else
         root_.store(reinterpret_cast<std::uintptr_t>(fresh), std::memory_order_release);
     bump(live_bytes_, (n > 0 ? sizeof(Leaf) : 0) - (published != &kEmptyLeaf ? sizeof(Leaf) : 0));
@@ -531,8 +550,8 @@ bool Registry::edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Fla
 // live range removed exactly is marked dead.  None applies to the shared
 // empty leaf, to slot 0 of a leaf with a separator in front of it, nor where
 // a leaf other than the root would keep fewer than kLeafMin ranges (a merge).
-bool Registry::edit_in_place(Leaf* l, bool has_parent, bool leftmost, std::uintptr_t base, std::uintptr_t last,
-                             const Flat* add) {
+bool Registry::edit_in_place(const LeafPath& at, std::uintptr_t base, std::uintptr_t last, const Flat* add) {
+    Leaf* const l = at.leaf;
     const std::uint32_t n = l->n;
     const std::uint32_t live = detail::live_mask(n | std::uint32_t{l->dead} << 16);
     if (add) {
@@ -550,8 +569,8 @@ bool Registry::edit_in_place(Leaf* l, bool has_parent, bool leftmost, std::uintp
     }
     const std::size_t c = leaf_rank(l, base);
     if (c == 0 || !(live >> (c - 1) & 1) || l->key[c - 1] != base || l->last[c - 1] != last) return false;
-    if (c == 1 && !leftmost) return false;
-    if (has_parent && static_cast<std::size_t>(__builtin_popcount(live)) - 1 < kLeafMin) return false;
+    if (c == 1 && !at.leftmost) return false;
+    if (at.parent && !more_than(live, kLeafMin)) return false;
     detail::publish_state(l, n, l->dead | 1u << (c - 1));
     bump(count_, ~std::size_t{0});
     return true;

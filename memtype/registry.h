@@ -225,9 +225,19 @@ private:
 
     // Update, writer side (registry.cc).
     void edit(std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    // The way down to a leaf, for an update that stays in it.
+    struct LeafPath {
+        detail::Leaf* leaf;
+        detail::Inner* parent;  // nullptr: the leaf is the root
+        detail::Inner* grand;
+        std::size_t slot, gslot;  // of the leaf in parent, of parent in grand
+        bool leftmost;
+        std::uintptr_t height;
+    };
+    bool leaf_for(std::uintptr_t base, std::uintptr_t last, LeafPath* at) const;
     bool edit_one_leaf(std::uintptr_t base, std::uintptr_t last, const Flat* add);
-    bool edit_in_place(detail::Leaf* l, bool has_parent, bool leftmost, std::uintptr_t base, std::uintptr_t last,
-                       const Flat* add);
+    bool edit_in_place(const LeafPath& at, std::uintptr_t base, std::uintptr_t last, const Flat* add);
+    bool edit_by_copy(const LeafPath& at, std::uintptr_t base, std::uintptr_t last, const Flat* add);
     bool revive(detail::Leaf* l, std::uint32_t live, const Flat& e);
     void remove_first(const detail::Leaf* l, const detail::Leaf* published, const detail::Inner* parent,
                       std::size_t slot, detail::Inner* grand, std::size_t gslot, std::uintptr_t height);
