@@ -5,7 +5,8 @@
 // left is the hook: its guard, what it calls, the device query, the
 // registry insert or remove, the subscriber dispatch).  The same rounds time
 // UCX master's ucm CUDA hooks with UCS's memtype cache subscribed, in a
-// worker process (hooks_bench_ucm.cc).
+// worker process (hooks_bench_ucm.cc), and then allocating threads with a
+// thread querying the registry (hooks_bench_threads.cc).
 //
 //   build-release/bench/hooks_bench [--rounds N] [--live N] [--quick] [--ucx PREFIX|--no-ucx]
 //
@@ -452,5 +453,6 @@ int main(int argc, char** argv) {
     if (!check_all(s)) return 1;
     print_entries(o, s, ucm.get());
     ucm.reset();
+    thread_rows(s.direct_a[0], s.direct_f[0], s.hooked_a[0], s.hooked_f[0], o.quick ? 1 : 21, o.quick);
     return 0;
 }

@@ -1,4 +1,5 @@
-// What bench/hooks_bench.cc shares with its UCX worker (hooks_bench_ucm.cc).
+// What bench/hooks_bench.cc shares with its UCX worker (hooks_bench_ucm.cc)
+// and its thread rows (hooks_bench_threads.cc).
 #pragma once
 
 #include <cstdint>
@@ -70,5 +71,10 @@ private:
 // unpatched prefix of scripts/ucx-master.sh --cuda's cache.  Empty, with
 // `why`, when there is none.
 std::string find_ucx(const std::string& given, std::string& why);
+
+// The thread rows: cudaMalloc + cudaFree on 1, 2 and 4 threads, against the
+// stand-in and through ldshim's hooks, with one more thread querying the
+// registry.
+void thread_rows(Fn direct_alloc, Fn direct_free, Fn hooked_alloc, Fn hooked_free, int rounds, bool quick);
 
 }  // namespace hooks_bench
