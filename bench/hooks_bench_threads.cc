@@ -120,22 +120,26 @@ struct Rate {
 };
 
 // One phase of `ms` milliseconds: `threads` allocating threads (or none)
-// and the lookup thread; appends the lookup batches to `samples`.
-Rate phase(int threads, Fn a, Fn f, int ms, std::vector<std::uint32_t>& samples) {
+// and the lookup thread; appends the lookup batches to `samples` (null: no
+// lookup thread).
+Rate phase(int threads, Fn a, Fn f, int ms, std::vector<std::uint32_t>* samples) {
     Phase ph;
     ph.lookups.reserve(1 << 16);
     std::vector<Count> counts(threads);
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t) ts.emplace_back(allocate, std::ref(ph), a, f, std::ref(counts[t]));
-    std::thread lookup(look_up, std::ref(ph), 0x9e3779b9u + static_cast<unsigned>(samples.size()));
+    std::thread lookup;
+    if (samples) lookup = std::thread(look_up, std::ref(ph), 0x9e3779b9u + static_cast<unsigned>(samples->size()));
     ph.go = true;
     ph.go.notify_all();
-    while (ph.running.load() < threads + 1) std::this_thread::yield();
+    while (ph.running.load() < threads + (samples ? 1 : 0)) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     ph.stop = true;
     for (auto& t : ts) t.join();
-    lookup.join();
-    samples.insert(samples.end(), ph.lookups.begin(), ph.lookups.end());
+    if (samples) {
+        lookup.join();
+        samples->insert(samples->end(), ph.lookups.begin(), ph.lookups.end());
+    }
     if (threads == 0) return {};
     double start = counts[0].start, end = counts[0].end, cpu = 0;
     long pairs = 0;
@@ -156,6 +160,7 @@ std::pair<double, double> percentiles(std::vector<std::uint32_t> v, double ns_pe
 
 struct Row {
     std::vector<double> direct, hooked, ratio, cpu_direct, cpu_hooked;
+    std::vector<double> alone, cpu_alone;  // hooked, with no lookup thread
     std::vector<std::uint32_t> no_writer, writers;
 };
 
@@ -181,6 +186,11 @@ void print_rows(const Row* rows, const int* nthreads, int rounds, int ms, double
     }
     auto [a50, a99] = percentiles(alone, ns_per_tick);
     std::printf("lookups with no other thread: p50 %.1f ns, p99 %.1f ns\n", a50, a99);
+    std::printf("the hooked phases again with no lookup thread:");
+    for (int c = 0; c < 3; ++c)
+        std::printf("%s %d: %.2f Mpairs/s, CPU %.1f ns/pair", c ? ";" : "", nthreads[c], median(rows[c].alone),
+                    median(rows[c].cpu_alone));
+    std::printf("\n");
 }
 
 }  // namespace
@@ -195,13 +205,16 @@ void thread_rows(Fn direct_alloc, Fn direct_free, Fn hooked_alloc, Fn hooked_fre
     Row rows[3];
     std::vector<std::uint32_t> alone;
     for (int r = 0; r < rounds; ++r) {
-        phase(0, nullptr, nullptr, ms / 2, alone);
+        phase(0, nullptr, nullptr, ms / 2, &alone);
         for (int c = 0; c < 3; ++c) {
             Row& row = rows[c];
             Rate d, h;
-            if (r % 2) d = phase(nthreads[c], direct_alloc, direct_free, ms, row.no_writer);
-            h = phase(nthreads[c], hooked_alloc, hooked_free, ms, row.writers);
-            if (!(r % 2)) d = phase(nthreads[c], direct_alloc, direct_free, ms, row.no_writer);
+            if (r % 2) d = phase(nthreads[c], direct_alloc, direct_free, ms, &row.no_writer);
+            h = phase(nthreads[c], hooked_alloc, hooked_free, ms, &row.writers);
+            if (!(r % 2)) d = phase(nthreads[c], direct_alloc, direct_free, ms, &row.no_writer);
+            Rate u = phase(nthreads[c], hooked_alloc, hooked_free, ms, nullptr);
+            row.alone.push_back(u.mpairs);
+            row.cpu_alone.push_back(u.cpu_pair);
             row.direct.push_back(d.mpairs);
             row.hooked.push_back(h.mpairs);
             row.ratio.push_back(h.mpairs / d.mpairs);
