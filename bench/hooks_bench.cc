@@ -3,13 +3,18 @@
 // one run, against the minimal libcudart.so.13 and libcuda.so.1 of
 // bench/fixtures (each call a few instructions that succeed, so what is
 // left is the hook: its guard, what it calls, the device query, the
-// registry insert or remove, the subscriber dispatch).
+// registry insert or remove, the subscriber dispatch).  The same rounds time
+// UCX master's ucm CUDA hooks with UCS's memtype cache subscribed, in a
+// worker process (hooks_bench_ucm.cc), and then allocating threads with a
+// thread querying the registry (hooks_bench_threads.cc).
 //
-//   build-release/bench/hooks_bench [--rounds N] [--live N] [--quick]
+//   build-release/bench/hooks_bench [--rounds N] [--live N] [--quick] [--ucx PREFIX|--no-ucx]
 //
 // --live N registers N ranges below all the others first (longer-lived
 // allocations), so that the ranges a round frees in order are not the
-// registry's first ones.
+// registry's first ones.  --ucx names UCX master's install prefix (built
+// --with-cuda); by default the unpatched one of scripts/ucx-master.sh
+// --cuda's cache, and the ucm rows say SKIPPED without one.
 //
 // Each round calls one allocation function kBatch times (kBatch live ranges
 // at the end), then its free kBatch times, directly and then through the
@@ -19,6 +24,8 @@
 // before the hooks were installed, "hooked" what it holds after; both go
 // through the same indirect call.  The benchmark fails (status 1) if a hook
 // did not register or remove a range, or the hooks did not install.
+#include "hooks_bench.h"
+
 #include "ldshim.h"
 
 #include <dlfcn.h>
@@ -50,6 +57,7 @@ int cuMemFree(unsigned);
 int cuMemFreeAsync_ptsz(CUdeviceptr, void*);
 }
 
+namespace hooks_bench {
 namespace {
 
 constexpr int kBatch = 256;
@@ -61,24 +69,7 @@ constexpr std::uintptr_t kUserBase = 0x20000000;
 constexpr std::uintptr_t kLiveBase = 0x01000000;
 constexpr int kMaxLive = (kUserBase - kLiveBase) >> 16;
 
-std::uintptr_t g_ptr[kBatch];  // what the allocations of a batch returned
 unsigned long long g_vmm = 0;  // a cuMemCreate handle
-
-using Fn = void*;
-// One allocation (call i of a batch) or free through fn; returns the
-// function's result.
-using AllocCall = int (*)(Fn fn, int i);
-using FreeCall = int (*)(Fn fn, int i);
-
-struct Entry {
-    const char* alloc;
-    const char* free;
-    Fn (*alloc_slot)();  // the program's import slot, read now
-    Fn (*free_slot)();
-    AllocCall do_alloc;
-    FreeCall do_free;
-    bool registers;  // whether the allocation is in the registry afterwards
-};
 
 // The value of the import slot for `name` right now (the compiler must not
 // keep it from an earlier read: a slot changes under it).
@@ -92,6 +83,10 @@ void* vp(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
 std::uintptr_t up(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 int free32(Fn f, int i) { return as<decltype(&cuMemFree)>(f)(static_cast<unsigned>(g_ptr[i])); }
+
+}  // namespace
+
+std::uintptr_t g_ptr[kBatch];
 
 // clang-format off
 #define RT_PTR(decl, call)                                            \
@@ -141,13 +136,19 @@ const Entry kEntries[] = {
       RT_FREE(cudaHostUnregister, (p)), true),
     E(cudaIpcOpenMemHandle, cudaIpcCloseMemHandle, RT_PTR(cudaIpcOpenMemHandle, (&p, cudaIpcMemHandle_t{}, 1)),
       RT_FREE(cudaIpcCloseMemHandle, (p)), true),
+    // ucm's hooks take the 32-bit entry points' out-parameters as 64-bit:
+    // the upper halves are zero, so that they read what was returned.
     E(cuMemAlloc, cuMemFree,
-      [](Fn f, int i) { unsigned p = 0; int r = as<decltype(&cuMemAlloc)>(f)(&p, kSize); g_ptr[i] = p; return r; },
+      [](Fn f, int i) { CUdeviceptr p = 0;
+                        int r = as<decltype(&cuMemAlloc)>(f)(reinterpret_cast<unsigned*>(&p), kSize); g_ptr[i] = p;
+                        return r; },
       free32, true),
     E(cuMemAlloc_v2, cuMemFree_v2, DRV_PTR(cuMemAlloc_v2, (&p, kSize)), DRV_FREE(cuMemFree_v2, (p)), true),
     E(cuMemAllocPitch, cuMemFree,
-      [](Fn f, int i) { unsigned p = 0, pitch = 0;
-                        int r = as<decltype(&cuMemAllocPitch)>(f)(&p, &pitch, 1000, 4, 4); g_ptr[i] = p; return r; },
+      [](Fn f, int i) { CUdeviceptr p = 0, pitch = 0;
+                        int r = as<decltype(&cuMemAllocPitch)>(f)(reinterpret_cast<unsigned*>(&p),
+                                                                   reinterpret_cast<unsigned*>(&pitch), 1000, 4, 4);
+                        g_ptr[i] = p; return r; },
       free32, true),
     E(cuMemAllocPitch_v2, cuMemFree_v2,
       [](Fn f, int i) { CUdeviceptr p = 0; size_t pitch = 0;
@@ -188,7 +189,7 @@ const Entry kEntries[] = {
     E(cudaMalloc, cudaFree, RT_PTR(cudaMalloc, (&p, 0)), [](Fn, int) { return 0; }, false),
 };
 // clang-format on
-constexpr int kEntryCount = sizeof kEntries / sizeof kEntries[0];
+const int kEntryCount = sizeof kEntries / sizeof kEntries[0];
 
 double now_ns() {
     return static_cast<double>(
@@ -196,9 +197,6 @@ double now_ns() {
             .count());
 }
 
-struct Times {
-    double alloc, free;
-};
 // One batch: kBatch allocations, then their frees; ns per call.
 [[gnu::noinline]] Times batch(const Entry& e, Fn a, Fn f) {
     double t0 = now_ns();
@@ -222,6 +220,8 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+namespace {
+
 bool registered(std::uintptr_t p) {
     ldshim_meminfo_t info;
     return ldshim_memtype_query(vp(p), 1, &info) == LDSHIM_OK && info.type != LDSHIM_MEM_UNREGISTERED;
@@ -243,29 +243,205 @@ bool check(const Entry& e, Fn a, Fn f) {
     return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
     int rounds = 301, live = 0;
+    bool quick = false, ucx = true;
+    std::string ucx_prefix;
+};
+
+bool parse(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
-            rounds = 3;
+            o.rounds = 3;
+            o.quick = true;
         } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = std::max(1, std::atoi(argv[++i]));
+            o.rounds = std::max(1, std::atoi(argv[++i]));
         } else if (std::strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
-            live = std::clamp(std::atoi(argv[++i]), 0, kMaxLive);
+            o.live = std::clamp(std::atoi(argv[++i]), 0, kMaxLive);
+        } else if (std::strcmp(argv[i], "--ucx") == 0 && i + 1 < argc) {
+            o.ucx_prefix = argv[++i];
+        } else if (std::strcmp(argv[i], "--no-ucx") == 0) {
+            o.ucx = false;
         } else {
-            std::fprintf(stderr, "usage: hooks_bench [--rounds N] [--live N] [--quick]\n");
-            return 2;
+            std::fprintf(stderr, "usage: hooks_bench [--rounds N] [--live N] [--quick] [--ucx PREFIX|--no-ucx]\n");
+            return false;
         }
     }
-    for (int i = 0; i < live; ++i)
-        ldshim_memtype_insert(vp(kLiveBase + (std::uintptr_t(i) << 16)), kSize, LDSHIM_MEM_CUDA, 0);
-    Fn direct_a[kEntryCount], direct_f[kEntryCount], hooked_a[kEntryCount], hooked_f[kEntryCount];
+    return true;
+}
+
+struct Slots {
+    Fn direct_a[64], direct_f[64], hooked_a[64], hooked_f[64];
+};
+
+// Every entry's slots are hooked; a direct call registers nothing, a hooked
+// one registers and removes.
+bool check_all(Slots& s) {
+    bool ok = true;
     for (int k = 0; k < kEntryCount; ++k) {
-        direct_a[k] = read_slot(kEntries[k].alloc_slot);
-        direct_f[k] = read_slot(kEntries[k].free_slot);
+        const Entry& e = kEntries[k];
+        s.hooked_a[k] = read_slot(e.alloc_slot);
+        s.hooked_f[k] = read_slot(e.free_slot);
+        if (s.hooked_a[k] == s.direct_a[k] || s.hooked_f[k] == s.direct_f[k]) {
+            std::fprintf(stderr, "hooks_bench: %s or %s is not hooked\n", e.alloc, e.free);
+            ok = false;
+        } else {
+            e.do_alloc(s.direct_a[k], 0);
+            bool leaked = registered(g_ptr[0]);
+            e.do_free(s.direct_f[k], 0);
+            if (leaked) std::fprintf(stderr, "hooks_bench: %s registered a range called directly\n", e.alloc);
+            ok = !leaked && check(e, s.hooked_a[k], s.hooked_f[k]) && ok;
+        }
     }
+    return ok;
+}
+
+// One entry's samples over the rounds: ldshim's process, and ucm's worker.
+struct Samples {
+    std::vector<double> da, df, ha, hf, xa, xf, ua, uf;
+};
+
+Samples measure(int k, const Slots& s, int rounds, UcmWorker* ucm) {
+    const Entry& e = kEntries[k];
+    bool with_ucm = ucm && (ucm->alloc_state(k) == 'y' || ucm->free_state(k) == 'y');
+    Samples m;
+    for (int r = -2; r < rounds; ++r) {  // two warm-up rounds
+        const bool direct_first = r % 2 != 0;
+        Times d, h, ud{}, uh{};
+        auto ucm_pair = [&] { with_ucm = with_ucm && ucm->pair(k, direct_first, ud, uh); };
+        if (!direct_first) ucm_pair();
+        if (direct_first) {
+            d = batch(e, s.direct_a[k], s.direct_f[k]);
+            h = batch(e, s.hooked_a[k], s.hooked_f[k]);
+        } else {
+            h = batch(e, s.hooked_a[k], s.hooked_f[k]);
+            d = batch(e, s.direct_a[k], s.direct_f[k]);
+        }
+        if (direct_first) ucm_pair();
+        if (r < 0) continue;
+        m.da.push_back(d.alloc);
+        m.df.push_back(d.free);
+        m.ha.push_back(h.alloc);
+        m.hf.push_back(h.free);
+        m.xa.push_back(h.alloc - d.alloc);
+        m.xf.push_back(h.free - d.free);
+        if (with_ucm) {
+            m.ua.push_back(uh.alloc - ud.alloc);
+            m.uf.push_back(uh.free - ud.free);
+        }
+    }
+    return m;
+}
+
+void print_row(const Entry& e, const Samples& m) {
+    double ma = median(m.xa), mf = median(m.xf);
+    std::string label = e.registers ? e.alloc : std::string(e.alloc) + " (fails)";
+    if (e.registers) {
+        std::printf("%-30s %8.1f %8.1f %8.1f %6.1fx | %-20s %8.1f %8.1f %8.1f %6.1fx\n", label.c_str(), median(m.da),
+                    median(m.ha), ma, median(m.ha) / median(m.da), e.free, median(m.df), median(m.hf), mf,
+                    median(m.hf) / median(m.df));
+    } else {
+        std::printf("%-30s %8.1f %8.1f %8.1f %6.1fx\n", label.c_str(), median(m.da), median(m.ha), ma,
+                    median(m.ha) / median(m.da));
+    }
+}
+
+// "ldshim  ucm  ratio" for one call, or ucm's "-" where it does not hook it.
+std::string versus(const std::vector<double>& ldshim, const std::vector<double>& ucm, char state,
+                   std::vector<double>& ratios) {
+    char cell[64];
+    if (state != 'y' || ucm.empty()) {
+        const char* why = state == '-' ? "-" : "not timed";
+        std::snprintf(cell, sizeof cell, "%8.1f %8s %10s", median(ldshim), why, "-");
+    } else {
+        double l = median(ldshim), u = median(ucm);
+        std::snprintf(cell, sizeof cell, "%8.1f %8.1f %9.2fx", l, u, l / u);
+        ratios.push_back(l / u);
+    }
+    return cell;
+}
+
+void print_ucm(const std::vector<Samples>& all, const UcmWorker& ucm) {
+    if (!ucm.failure().empty()) {
+        std::printf("\nucm's CUDA hooks: FAILED: %s\n", ucm.failure().c_str());
+        return;
+    }
+    std::printf(
+        "\nucm's CUDA hooks (%s) with UCS's memtype cache subscribed, in a worker process, in the same rounds: "
+        "ns added per call (medians of each round's difference; -: ucm does not hook it)\n",
+        ucm.label().c_str());
+    std::printf("%-30s %8s %8s %10s | %-20s %8s %8s %10s\n", "allocation", "ldshim", "ucm", "ldshim/ucm", "free",
+                "ldshim", "ucm", "ldshim/ucm");
+    std::vector<double> ra, rf;
+    for (int k = 0; k < kEntryCount; ++k) {
+        const Entry& e = kEntries[k];
+        std::string a = versus(all[k].xa, all[k].ua, ucm.alloc_state(k), ra);
+        std::string label = e.registers ? e.alloc : std::string(e.alloc) + " (fails)";
+        if (!e.registers) {
+            std::printf("%-30s %s\n", label.c_str(), a.c_str());
+            continue;
+        }
+        std::string f = versus(all[k].xf, all[k].uf, ucm.free_state(k), rf);
+        std::printf("%-30s %s | %-20s %s\n", label.c_str(), a.c_str(), e.free, f.c_str());
+    }
+    if (!ra.empty() && !rf.empty())
+        std::printf("ldshim/ucm, median over the calls both hook: allocation %.2fx (%zu), free %.2fx (%zu)\n",
+                    median(ra), ra.size(), median(rf), rf.size());
+}
+
+// The ucm worker, forked before ldshim's hooks go in; null (said) without one.
+std::unique_ptr<UcmWorker> start_ucm(const Options& o, const Slots& s) {
+    std::string why;
+    std::unique_ptr<UcmWorker> ucm;
+    if (!o.ucx) {
+        why = "--no-ucx";
+    } else if (std::string prefix = find_ucx(o.ucx_prefix, why); !prefix.empty()) {
+        ucm = UcmWorker::start(prefix, s.direct_a, s.direct_f, why);
+    }
+    if (!ucm) std::printf("ucm's CUDA hooks: SKIPPED: %s\n", why.c_str());
+    return ucm;
+}
+
+void print_entries(const Options& o, const Slots& s, UcmWorker* ucm) {
+    std::printf(
+        "%d rounds of %d calls, %d other ranges registered; medians of ns per call, and of each round's "
+        "difference\n",
+        o.rounds, kBatch, o.live);
+    std::printf("%-30s %8s %8s %8s %7s | %-20s %8s %8s %8s %7s\n", "allocation", "direct", "hooked", "added", "ratio",
+                "free", "direct", "hooked", "added", "ratio");
+    double worst = 0, pair_async = 0;
+    std::vector<Samples> all;
+    for (int k = 0; k < kEntryCount; ++k) {
+        const Entry& e = kEntries[k];
+        all.push_back(measure(k, s, o.rounds, ucm));
+        const Samples& m = all.back();
+        print_row(e, m);
+        if (e.registers) worst = std::max({worst, median(m.xa), median(m.xf)});
+        if (std::strcmp(e.alloc, "cudaMallocAsync") == 0) pair_async = median(m.xa) + median(m.xf);
+    }
+    std::printf("\nmost added by one hooked call: %.1f ns (goal: at most 20)\n", worst);
+    std::printf("cudaMallocAsync + cudaFreeAsync: %.1f ns added per pair; %.1f %% of a 645 ns GPU pair\n", pair_async,
+                100 * pair_async / 645);
+    if (ucm) print_ucm(all, *ucm);
+}
+
+}  // namespace
+}  // namespace hooks_bench
+
+int main(int argc, char** argv) {
+    using namespace hooks_bench;
+    Options o;
+    if (!parse(argc, argv, o)) return 2;
+    for (int i = 0; i < o.live; ++i)
+        ldshim_memtype_insert(vp(kLiveBase + (std::uintptr_t(i) << 16)), kSize, LDSHIM_MEM_CUDA, 0);
+    static_assert(sizeof kEntries / sizeof kEntries[0] <= 64);
+    Slots s;
+    for (int k = 0; k < kEntryCount; ++k) {
+        s.direct_a[k] = read_slot(kEntries[k].alloc_slot);
+        s.direct_f[k] = read_slot(kEntries[k].free_slot);
+    }
+    std::fflush(stdout);
+    std::unique_ptr<UcmWorker> ucm = start_ucm(o, s);
     if (int rc = ldshim_hooks_install(LDSHIM_HOOK_CUDA); rc != LDSHIM_OK) {
         std::fprintf(stderr, "hooks_bench: ldshim_hooks_install: %s\n", ldshim_strerror(rc));
         return 1;
@@ -274,67 +450,9 @@ int main(int argc, char** argv) {
     prop.type = 1;
     prop.location.type = 1;
     cuMemCreate(&g_vmm, kSize, &prop, 0);
-    bool ok = true;
-    for (int k = 0; k < kEntryCount; ++k) {
-        const Entry& e = kEntries[k];
-        hooked_a[k] = read_slot(e.alloc_slot);
-        hooked_f[k] = read_slot(e.free_slot);
-        if (hooked_a[k] == direct_a[k] || hooked_f[k] == direct_f[k]) {
-            std::fprintf(stderr, "hooks_bench: %s or %s is not hooked\n", e.alloc, e.free);
-            ok = false;
-        } else {
-            // A direct call registers nothing; a hooked one registers and removes.
-            e.do_alloc(direct_a[k], 0);
-            bool leaked = registered(g_ptr[0]);
-            e.do_free(direct_f[k], 0);
-            if (leaked) std::fprintf(stderr, "hooks_bench: %s registered a range called directly\n", e.alloc);
-            ok = !leaked && check(e, hooked_a[k], hooked_f[k]) && ok;
-        }
-    }
-    if (!ok) return 1;
-
-    std::printf(
-        "%d rounds of %d calls, %d other ranges registered; medians of ns per call, and of each round's "
-        "difference\n",
-        rounds, kBatch, live);
-    std::printf("%-30s %8s %8s %8s %7s | %-20s %8s %8s %8s %7s\n", "allocation", "direct", "hooked", "added", "ratio",
-                "free", "direct", "hooked", "added", "ratio");
-    double worst = 0, pair_async = 0;
-    for (int k = 0; k < kEntryCount; ++k) {
-        const Entry& e = kEntries[k];
-        std::vector<double> da, df, ha, hf, xa, xf;
-        for (int r = -2; r < rounds; ++r) {  // two warm-up rounds
-            Times d, h;
-            if (r % 2) {
-                d = batch(e, direct_a[k], direct_f[k]);
-                h = batch(e, hooked_a[k], hooked_f[k]);
-            } else {
-                h = batch(e, hooked_a[k], hooked_f[k]);
-                d = batch(e, direct_a[k], direct_f[k]);
-            }
-            if (r < 0) continue;
-            da.push_back(d.alloc);
-            df.push_back(d.free);
-            ha.push_back(h.alloc);
-            hf.push_back(h.free);
-            xa.push_back(h.alloc - d.alloc);
-            xf.push_back(h.free - d.free);
-        }
-        double ma = median(xa), mf = median(xf);
-        std::string label = e.registers ? e.alloc : std::string(e.alloc) + " (fails)";
-        if (e.registers) {
-            std::printf("%-30s %8.1f %8.1f %8.1f %6.1fx | %-20s %8.1f %8.1f %8.1f %6.1fx\n", label.c_str(), median(da),
-                        median(ha), ma, median(ha) / median(da), e.free, median(df), median(hf), mf,
-                        median(hf) / median(df));
-            worst = std::max({worst, ma, mf});
-        } else {
-            std::printf("%-30s %8.1f %8.1f %8.1f %6.1fx\n", label.c_str(), median(da), median(ha), ma,
-                        median(ha) / median(da));
-        }
-        if (std::strcmp(e.alloc, "cudaMallocAsync") == 0) pair_async = ma + mf;
-    }
-    std::printf("\nmost added by one hooked call: %.1f ns (goal: at most 20)\n", worst);
-    std::printf("cudaMallocAsync + cudaFreeAsync: %.1f ns added per pair; %.1f %% of a 645 ns GPU pair\n", pair_async,
-                100 * pair_async / 645);
+    if (!check_all(s)) return 1;
+    print_entries(o, s, ucm.get());
+    ucm.reset();
+    thread_rows(s.direct_a[0], s.direct_f[0], s.hooked_a[0], s.hooked_f[0], o.quick ? 1 : 21, o.quick);
     return 0;
 }
