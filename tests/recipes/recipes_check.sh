@@ -98,7 +98,7 @@ rm -rf "$w/src" "${w:?}/$name"
 tar -xJf "$tarball" -C "$w"
 mv "$w/$name" "$w/src"
 src=$w/src
-[ "$(meson introspect --projectinfo "$src/meson.build" | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')" = "$version" ] ||
+[ "$(meson introspect --projectinfo "$src/meson.build" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')" = "$version" ] ||
     fail "the tarball's meson.build states another version than $version"
 
 # ---- 3: Spack ---------------------------------------------------------------
@@ -119,7 +119,7 @@ mkdir -p "$sb"
         run "$w/spack-install.log" ninja -j 2 install
 ) || { [ ! -f "$w/spack-check.log" ] || tail -n 40 "$w/spack-check.log"; fail "the Spack recipe's build (above)"; }
 meson introspect --buildoptions "$sb" >"$w/buildoptions.json" 2>/dev/null ||
-    meson introspect --buildoptions "$src/meson.build" >"$w/buildoptions.json"
+    meson introspect --buildoptions "$src/meson.build" >"$w/buildoptions.json" 2>/dev/null
 echo "the Spack recipe's -D options:"
 # shellcheck disable=SC2086 # one word each
 $recipes options "$w/buildoptions.json" $spack_args || fail "the Spack recipe passes options this project does not have"
