@@ -147,7 +147,11 @@ def load_spack_recipe(path):
     def cache_extra_test_sources(pkg, srcs):
         for src in srcs:
             dest = os.path.join(pkg.prefix, ".spack", "test", src)
-            shutil.copytree(os.path.join(pkg.stage_source, src), dest, dirs_exist_ok=True)
+            if os.path.isdir(os.path.join(pkg.stage_source, src)):
+                shutil.copytree(os.path.join(pkg.stage_source, src), dest, dirs_exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy2(os.path.join(pkg.stage_source, src), dest)
 
     api.__dict__.update(MesonPackage=MesonPackage, version=version, variant=variant, depends_on=depends_on,
                         license=lambda *a, **k: None, run_after=run_after, join_path=os.path.join,

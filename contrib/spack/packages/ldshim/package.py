@@ -21,7 +21,7 @@ class Ldshim(MesonPackage):
     license("MIT")
 
     # The source tarball of scripts/release.sh (scripts/dist.sh: meson dist).
-    version("0.1.0", sha256="0000000000000000000000000000000000000000000000000000000000000000")
+    version("0.1.0", sha256="175f396d5709b4db0344c7f5731218ccfbe67d243a7513fcc90ecc8fdd21d41f")
 
     variant("cuda", default=False, description="The CUDA allocation hooks (the Toolkit's headers only)")
     variant(
@@ -73,7 +73,9 @@ class Ldshim(MesonPackage):
     @run_after("install")
     def cache_test_sources(self):
         """Keep the repair case's sources for `spack test run ldshim`."""
-        cache_extra_test_sources(self, [self.test_src_dir])
+        # repair.c includes the GOT patcher of the resolver suite's fixtures.
+        got_patch = join_path("tests", "resolver", "fixtures", "got_patch.h")
+        cache_extra_test_sources(self, [self.test_src_dir, got_patch])
 
     def _test_cc(self):
         try:  # Spack 1.0 and later: the compiler is a dependency
