@@ -21,7 +21,7 @@ class Ldshim(MesonPackage):
     license("MIT")
 
     # The source tarball of scripts/release.sh (scripts/dist.sh: meson dist).
-    version("0.1.0", sha256="175f396d5709b4db0344c7f5731218ccfbe67d243a7513fcc90ecc8fdd21d41f")
+    version("0.1.0", sha256="d6eef89447d56c6a382c8c26cdabb71846fe00e4362f6c1a58382aabb9eb2a42")
 
     variant("cuda", default=False, description="The CUDA allocation hooks (the Toolkit's headers only)")
     variant(
