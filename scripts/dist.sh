@@ -4,7 +4,8 @@
 # recipes of contrib/spack and contrib/easybuild out, as they state this
 # tarball's sha256), repacked so that one commit always gives the same
 # bytes: names sorted, owner root, modes without group or other write,
-# every time the commit's, xz -6 in one thread.  The recipes' sha256 is
+# every time that of the last commit changing its contents, xz -6 in
+# one thread.  The recipes' sha256 is
 # that of this file (tests/recipes/recipes_check.sh checks it).
 # --no-tests: meson dist's own test build is left out (scripts/release.sh
 # builds the product from the tarball, tests/recipes/recipes_check.sh the
@@ -40,7 +41,9 @@ meson dist -C "$work/build" --formats xztar --no-tests --allow-dirty $subproject
 mkdir "$work/unpacked"
 tar -xJf "$work/build/meson-dist/$name.tar.xz" -C "$work/unpacked"
 [ -f "$work/unpacked/$name/meson.build" ] || fail "meson dist's tarball has no $name/meson.build"
-epoch=$(git log -1 --format=%ct)
+# The time of the last commit that changed what the tarball holds: the
+# commit that writes its sha256 into the recipes does not change it.
+epoch=$(git log -1 --format=%ct -- . ':!contrib/spack' ':!contrib/easybuild')
 tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner --mode='u+rwX,go+rX,go-w' --mtime="@$epoch" \
     -C "$work/unpacked" -cf - "$name" | xz -T 1 -6 >"$work/$name.tar.xz"
 # Replaced only when it differs: an unchanged one keeps its time.
