@@ -21,7 +21,7 @@ class Ldshim(MesonPackage):
     license("MIT")
 
     # The source tarball of scripts/release.sh (scripts/dist.sh: meson dist).
-    version("0.1.0", sha256="d6eef89447d56c6a382c8c26cdabb71846fe00e4362f6c1a58382aabb9eb2a42")
+    version("0.1.0", sha256="78739342119ddc4f25a2b0371a61c117a55e8671afa63ffe6f8f16cac05cd6bf")
 
     variant("cuda", default=False, description="The CUDA allocation hooks (the Toolkit's headers only)")
     variant(
