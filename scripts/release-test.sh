@@ -1,8 +1,19 @@
 #!/bin/sh
 # The release tarball, made and checked (scripts/test.sh runs this):
-#   1. scripts/release.sh OUTDIR           built in the bullseye root (glibc
-#                                          2.31), or reused when its inputs
-#                                          are unchanged
+#   1. scripts/release.sh OUTDIR           the source tarball (meson dist),
+#                                          and from it unpacked the binary
+#                                          one, built in the bullseye root
+#                                          (glibc 2.31), or reused when its
+#                                          inputs are unchanged
+#      the source tarball                  unpacks to ldshim-VERSION/ alone,
+#                                          its meson.build states VERSION
+#                                          (the binary tarballs' too), and
+#                                          it holds every file committed at
+#                                          HEAD but the recipes of
+#                                          contrib/spack, contrib/easybuild
+#      OUTDIR/SHA256SUMS                   `sha256sum -c` passes, and it
+#                                          lists the source tarball and each
+#                                          binary one (after step 5 too)
 #   2. scripts/release-symbols.sh TARBALL  glibc alone, GLIBC_2.28 at most
 #   3. scripts/release-relocation.sh TARBALL
 #                                          unpacked and used as nobody, here
@@ -43,8 +54,44 @@ cat "$log"
 [ "$rc" -ne 77 ] || exit 77
 [ "$rc" -eq 0 ] || { echo "release-test: FAIL: scripts/release.sh exited $rc"; exit 1; }
 tarball=$(tail -n 1 "$log")
+source=$(sed -n 's/^release: source tarball //p' "$log" | tail -n 1)
 
 status=0
+check_sums() { # TARBALL...: SHA256SUMS holds each and checks
+    (cd "$(dirname "$source")" && sha256sum --quiet -c SHA256SUMS) || { echo "release-test: FAIL: SHA256SUMS does not check"; return 1; }
+    for t in "$source" "$@"; do
+        grep -q "  $(basename "$t")\$" "$(dirname "$source")/SHA256SUMS" ||
+            { echo "release-test: FAIL: SHA256SUMS does not list $(basename "$t")"; return 1; }
+    done
+    echo "release-test: SHA256SUMS: $(wc -l <"$(dirname "$source")/SHA256SUMS") tarballs, all check"
+}
+check_source() {
+    [ -f "$source" ] || { echo "release-test: FAIL: scripts/release.sh named no source tarball"; return 1; }
+    name=$(basename "$source" .tar.xz)
+    version=${name#ldshim-}
+    case $(basename "$tarball") in "$name-"*) ;; *) echo "release-test: FAIL: $tarball is not of $name"; return 1 ;; esac
+    d=$(mktemp -d "${TMPDIR:-/tmp}/ldshim-release-source.XXXXXX")
+    rc=0
+    tar -xJf "$source" -C "$d" || rc=1
+    if [ "$rc" -ne 0 ] || [ "$(ls -A "$d")" != "$name" ]; then
+        echo "release-test: FAIL: $source does not unpack to $name/ alone: $(ls -A "$d")"
+        rc=1
+    fi
+    v=$(meson introspect --projectinfo "$d/$name/meson.build" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])') || v=""
+    [ "$rc" -ne 0 ] || [ "$v" = "$version" ] || { echo "release-test: FAIL: $name's meson.build states version '$v'"; rc=1; }
+    (cd "$d/$name" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$d/has"
+    git ls-tree -r --name-only HEAD | grep -v -e '^contrib/spack/' -e '^contrib/easybuild/' | LC_ALL=C sort >"$d/want"
+    if ! diff -u "$d/want" "$d/has" >"$d/diff"; then
+        echo "release-test: FAIL: $name.tar.xz does not hold HEAD's committed files (- missing, + extra):"
+        sed -n '3,40p' "$d/diff"
+        rc=1
+    fi
+    [ "$rc" -ne 0 ] || echo "release-test: source tarball $name.tar.xz: unpacks to $name/, version $version, HEAD's $(wc -l <"$d/want") files (less the recipes)"
+    rm -rf "$d"
+    return "$rc"
+}
+check_source || status=1
+check_sums "$tarball" || status=1
 ./scripts/release-symbols.sh "$tarball" || status=1
 ./scripts/release-relocation.sh "$tarball" || status=1
 ./scripts/environment-modules.sh >/dev/null || true # says why not on stderr; the test then says SKIPPED
@@ -64,6 +111,7 @@ if [ "$rc" -eq 0 ]; then
     rc=0
     ./tests/arm64/release_test.sh "$arm64" || rc=$?
     [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+    check_sums "$tarball" "$arm64" || status=1
     tarball="$tarball $arm64"
 elif [ "$rc" -ne 77 ]; then
     echo "release-test: FAIL: scripts/release.sh --arch aarch64 exited $rc"

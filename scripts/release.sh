@@ -1,5 +1,16 @@
 #!/bin/sh
-# The relocatable release tarball: one per architecture, for every glibc from
+# The release: the source tarball, and from it the relocatable binary
+# tarball of one architecture, with the checksums of both:
+#   OUTDIR/ldshim-VERSION.tar.xz          `meson dist` of this checkout
+#                                         (scripts/dist.sh: its committed
+#                                         files, uncommitted changes left
+#                                         out with a warning); the sources
+#                                         of the product, its tests and docs
+#   OUTDIR/SHA256SUMS                     sha256sum of every ldshim-VERSION
+#                                         tarball in OUTDIR (`sha256sum -c`)
+# The binary tarball is built from the source tarball, unpacked (not from
+# this checkout), so that every release proves its source tarball builds.
+# The binary tarball, one per architecture, for every glibc from
 # 2.28 on (RHEL 8, Ubuntu 20.04, SLES 15 SP4, Debian 11 and later):
 #   OUTDIR/ldshim-VERSION-ARCH.tar.xz     (VERSION: meson.build's project())
 #     ldshim-VERSION-ARCH/lib/libldshim.so.0 (.so.VERSION, .so)  the C API
@@ -49,7 +60,11 @@
 #   scripts/release.sh [--help] [--arch aarch64] [OUTDIR]    default OUTDIR /var/tmp/ldshim-release
 #   LDSHIM_ROOTS_DIR        where the roots are (default /var/cache/ldshim/roots)
 #   LDSHIM_RELEASE_REBUILD=1  build even when the inputs are unchanged
-# The last line of output is the tarball's path.
+# The source tarball (scripts/dist.sh) is made again on every run: one
+# commit gives the same bytes.  The source is unpacked to /var/tmp/ldshim-release-src, where
+# files unchanged since the last run keep their times.
+# Needs meson and git here.  The output names the source tarball on a line
+# "release: source tarball PATH"; its last line is the binary tarball's path.
 set -eu
 target=""
 while [ "$#" -gt 0 ]; do
@@ -73,13 +88,48 @@ name=ldshim-release
 
 fail() { echo "release: FAIL: $*" >&2; exit 1; }
 ./scripts/root-tree.sh --check "$root" release || exit $?
-version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" meson.build | head -n 1)
-[ -n "$version" ] || fail "no project version found in meson.build"
+work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# ---- The source tarball: meson dist ----------------------------------------
+# scripts/dist.sh: meson dist of this checkout's committed tree, the same
+# bytes for the same commit; --no-tests: the build below from the unpacked
+# tarball is its test (and tests/recipes/recipes_check.sh builds and tests
+# it as Spack and EasyBuild do).
+./scripts/dist.sh "$out" >"$work/dist.out" || fail "scripts/dist.sh failed (above)"
+source=$(tail -n 1 "$work/dist.out")
+srcname=$(basename "$source" .tar.xz)
+version=${srcname#ldshim-}
+echo "release: source tarball $source"
+mkdir "$work/unpacked"
+tar -xJf "$source" -C "$work/unpacked"
+new=$work/unpacked/$srcname
+[ -f "$new/meson.build" ] || fail "$source has no $srcname/meson.build"
+# Unpacked where the builds read it; a file unchanged since the last run
+# keeps its time there, a changed one gets the time of now (the tarball's
+# times are the commit's, which can be older than the objects built from
+# the last one), so that the build directories kept from then rebuild what
+# changed, and only that.
+src=/var/tmp/ldshim-release-src
+(cd "$new" && find . -type f) | while IFS= read -r f; do
+    if cmp -s "$new/$f" "$src/$f"; then touch -r "$src/$f" "$new/$f"; else touch "$new/$f"; fi
+done
+rm -rf "$src"
+mv "$new" "$src"
+
+# SHA256SUMS: every ldshim-VERSION tarball in OUTDIR (the source and each
+# architecture's), rewritten whenever this run leaves.
+checksums() {
+    (cd "$out" && for f in "$srcname.tar.xz" "$srcname"-*.tar.xz; do [ ! -f "$f" ] || sha256sum "$f"; done) >"$out/SHA256SUMS.tmp"
+    mv "$out/SHA256SUMS.tmp" "$out/SHA256SUMS"
+    echo "release: $out/SHA256SUMS:"
+    sed 's/^/  /' "$out/SHA256SUMS"
+}
 # The compilers: the root's own, or its cross compiler and this machine's
 # for the static ldsearch (cross_file, tool prefix, build directory suffix).
 cross_file="" tools="" sfx=""
 if [ "$target" = aarch64 ]; then
-    cross_file=scripts/cross/aarch64-linux-gnu.ini tools=aarch64-linux-gnu- sfx=-aarch64
+    cross_file=scripts/cross/aarch64-linux-gnu.ini # in the unpacked source tools=aarch64-linux-gnu- sfx=-aarch64
     command -v aarch64-linux-gnu-g++ >/dev/null ||
         { echo "release: SKIPPED: no aarch64-linux-gnu-g++ here (scripts/cross-aarch64.sh installs it)"; exit 77; }
     if ! chroot "$root" sh -c 'command -v aarch64-linux-gnu-g++' >/dev/null; then
@@ -96,12 +146,13 @@ cuda=${LDSHIM_RELEASE_CUDA:-/usr/local/cuda/include}
 [ "$cuda" = none ] || [ -f "$cuda/cuda.h" ] || cuda=none
 
 # ---- Unchanged inputs: the tarball there is this one ----------------------
-# The sources of the release build (the tests, benchmarks, documentation and
-# packaging are not read by it; README.md is shipped), the root's compiler
-# and C library, and the CUDA headers the hooks take their signatures from.
+# The sources of the release build, from the unpacked source tarball (the
+# tests, benchmarks, documentation and packaging are not read by it;
+# README.md and debian/copyright are shipped), the root's compiler and C
+# library, and the CUDA headers the hooks take their signatures from.
 inputs=$(
-    git ls-files -z -co --exclude-standard -- . ':!tests' ':!bench' ':!docs' ':!debian' ':!.ci' |
-        sort -z | xargs -0 sha256sum 2>/dev/null
+    (cd "$src" && find . -type f ! -path './tests/*' ! -path './bench/*' ! -path './docs/*' ! -path './debian/*' \
+        ! -path './.ci/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum && sha256sum debian/copyright)
     chroot "$root" sh -c "${tools}g++ --version | head -n 1; ldd --version | head -n 1"
     [ -z "$tools" ] || chroot "$root" dpkg-query -W libc6-dev-arm64-cross
     "${tools}g++" --version | head -n 1 # ldsearch is built here
@@ -114,13 +165,14 @@ key=$(printf '%s\n' "$inputs" | sha256sum | cut -c1-64)
 if [ "${LDSHIM_RELEASE_REBUILD:-0}" != 1 ] && [ -f "$tarball" ] &&
     [ "$(cat "$tarball.inputs" 2>/dev/null)" = "$key" ]; then
     echo "release: $pkgname.tar.xz: inputs unchanged, not rebuilt"
+    checksums
     echo "$tarball"
     exit 0
 fi
 
 # ---- Build and install inside the root -------------------------------------
 echo "release: building in $suite: $(chroot "$root" "${tools}g++" --version | head -n 1), glibc $(chroot "$root" ldd --version | head -n 1 | sed 's/.* //')"
-./scripts/root-tree.sh "$root" "$name"
+./scripts/root-tree.sh --source "$src" "$root" "$name"
 rm -rf "$root/tmp/$name-cuda" "$root/tmp/$name-stage$sfx" "$root/tmp/$name-qemu"
 # meson's sanity check runs what the cross compiler made: with this
 # machine's static qemu-user, the exe wrapper of the cross file.
@@ -167,13 +219,14 @@ case $host_glibc in
     2.[0-9] | 2.[0-2][0-9] | 2.3[0-3]) fail "this machine's glibc $host_glibc has bug 23462: build the release on glibc 2.34 or later" ;;
 esac
 hb=/var/tmp/$name-ldsearch-build$sfx
-# One made from another checkout would regenerate against that one: start again.
+# One made from another source (a checkout, as before the source tarball)
+# would regenerate against that one: start again.
 info=$hb/meson-info/meson-info.json
 if [ -f "$info" ] && [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
-    "$info")" != "$PWD" ]; then
+    "$info")" != "$src" ]; then
     rm -rf "$hb"
 fi
-[ -f "$hb/build.ninja" ] || meson setup "$hb" ${cross_file:+--cross-file="$cross_file"} --buildtype=release \
+[ -f "$hb/build.ninja" ] || meson setup "$hb" "$src" ${cross_file:+--cross-file="$src/$cross_file"} --buildtype=release \
     -Dwerror=false -Dtests=false -Dbench=false \
     -Dstatic_ldsearch=true -Dcuda=disabled >"$hb.setup.log" 2>&1 ||
     { tail -n 40 "$hb.setup.log"; fail "meson setup of the static ldsearch failed"; }
@@ -190,8 +243,6 @@ echo "release: ldsearch static, glibc $host_glibc"
 # Nothing shipped may name the placeholder prefix (checked below).
 not_shipped="share/bash-completion"
 stage=$root/tmp/$name-stage$sfx$prefix
-work=$(mktemp -d /var/tmp/ldshim-release-pack.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 pkg=$work/$pkgname
 cp -a "$stage" "$pkg"
 for f in $not_shipped; do rm -rf "${pkg:?}/$f"; done
@@ -204,8 +255,8 @@ for f in bin/ldsearch bin/ldshim-hooks share/man/man1/ldshim-hooks.1 lib/libldsh
     [ -e "$pkg/$f" ] || fail "meson did not install $f"
 done
 mkdir -p "$pkg/share/doc/ldshim"
-cp README.md "$pkg/share/doc/ldshim/"
-cp debian/copyright "$pkg/share/doc/ldshim/copyright"
+cp "$src/README.md" "$pkg/share/doc/ldshim/"
+cp "$src/debian/copyright" "$pkg/share/doc/ldshim/copyright"
 # pkg-config: everything relative to the file's own place.
 pc=$stage/lib/pkgconfig/ldshim.pc
 grep -qx "prefix=$prefix" "$pc" || fail "unexpected prefix line in $pc: $(grep '^prefix=' "$pc")"
@@ -213,7 +264,6 @@ grep -qx "prefix=$prefix" "$pc" || fail "unexpected prefix line in $pc: $(grep '
 sed "s|^prefix=$prefix\$|prefix=\${pcfiledir}/../..|" "$pc" >"$pkg/lib/pkgconfig/ldshim.pc"
 if grep -rlF "$prefix" "$pkg"; then fail "the files above name the build's placeholder prefix $prefix"; fi
 
-mkdir -p "$out"
 epoch=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$work" -cf - "$pkgname" |
     xz -T 2 -6 >"$tarball.tmp"
@@ -221,4 +271,5 @@ mv "$tarball.tmp" "$tarball"
 echo "$key" >"$tarball.inputs"
 echo "release: $(stat -c %s "$tarball") bytes:"
 tar -tvJf "$tarball" | awk '{ print "  " $1, $3, $6, $7, $8 }'
+checksums
 echo "$tarball"

@@ -7,13 +7,15 @@
 #   ROOT/tmp/NAME-meson/meson  this machine's meson, run by the root's python3
 #                              (the roots' own meson is older than the
 #                              project needs)
+# With --source DIR the source is every file of DIR instead (an unpacked
+# source tarball: scripts/release.sh builds from its meson dist tarball).
 # Used by scripts/root-resolver.sh (NAME ldshim) and scripts/release.sh.
 # With --check it copies nothing: it says whether a build in ROOT can run
 # here (root, for chroot; a compiler in ROOT), and if not prints
 # "LABEL: SKIPPED: why" and exits 77.
 # With --in it runs COMMAND chrooted into ROOT, with /proc and /dev mounted
 # there in a private mount namespace (gone when COMMAND ends).
-#   scripts/root-tree.sh ROOT NAME
+#   scripts/root-tree.sh [--source DIR] ROOT NAME
 #   scripts/root-tree.sh --check ROOT LABEL
 #   scripts/root-tree.sh --in ROOT [--userspec=USER:GROUP] COMMAND [ARG...]
 set -eu
@@ -36,6 +38,11 @@ if [ "${1:-}" = --check ] && [ "$#" -eq 3 ]; then
     fi
     exit 0
 fi
+source_dir=""
+if [ "${1:-}" = --source ] && [ "$#" -ge 2 ]; then
+    source_dir=$(cd "$2" && pwd) || exit 2
+    shift 2
+fi
 if [ "${1:-}" = --help ] || [ "$#" -ne 2 ]; then
     sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
     [ "${1:-}" = --help ] && exit 0
@@ -49,7 +56,11 @@ case $name in */* | "" | .*) echo "root-tree: NAME must be a plain name, not '$n
 src=$root/tmp/$name-src meson=$root/tmp/$name-meson
 rm -rf "$src.new" "$meson"
 mkdir -p "$src.new" "$meson"
-git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src.new"
+if [ -n "$source_dir" ]; then
+    tar -C "$source_dir" -cf - . | tar -xf - -C "$src.new"
+else
+    git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src.new"
+fi
 # A file whose content changed since the last copy gets the time of now:
 # its own time can be older than the objects the last build made from the
 # copy before (an edit made while that build ran), and ninja would keep them.

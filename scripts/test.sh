@@ -24,6 +24,9 @@
 #                             and used as nobody here and in every root
 #                             (scripts/release-test.sh)
 #   build matrix              plain and clang builds (all of it: --full)
+#   Spack and EasyBuild       the recipes of contrib/ run as each tool runs
+#                             them, against the source tarball
+#                             (tests/recipes/recipes_check.sh)
 #   Debian packages           build, lintian, install into a fresh root, use;
 #                             the same for arm64 (cross-built, used under qemu)
 # Arguments go to the first meson test run (e.g. a suite name).
@@ -100,6 +103,11 @@ check "Release tarballs (x86-64, aarch64): built in bullseye, GLIBC_2.28 at most
 check "The random-tree generator in every glibc root built here: 100 trees each" \
     ./scripts/glibc-root-generator.sh --seeds 100
 check "Build matrix: gcc plain, clang release" ./scripts/build-matrix.sh
+# Against this checkout's source tarball (scripts/dist.sh): about a minute
+# with ccache warm, 10-15 cold on 2 cores (two builds: Spack's release,
+# EasyBuild's -O2).
+check "Spack and EasyBuild recipes: their meson, ninja, test, install commands, stand-alone test, Lmod" \
+    ./tests/recipes/recipes_check.sh
 check "Debian packages: build, lintian, install into a fresh root" ./scripts/package-test.sh
 check "Debian packages for arm64: cross-built, lintian, installed and used in the arm64 root" \
     ./scripts/package-test.sh --arch arm64
