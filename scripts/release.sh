@@ -129,7 +129,8 @@ checksums() {
 # for the static ldsearch (cross_file, tool prefix, build directory suffix).
 cross_file="" tools="" sfx=""
 if [ "$target" = aarch64 ]; then
-    cross_file=scripts/cross/aarch64-linux-gnu.ini # in the unpacked source tools=aarch64-linux-gnu- sfx=-aarch64
+    # cross_file: in the unpacked source
+    cross_file=scripts/cross/aarch64-linux-gnu.ini tools=aarch64-linux-gnu- sfx=-aarch64
     command -v aarch64-linux-gnu-g++ >/dev/null ||
         { echo "release: SKIPPED: no aarch64-linux-gnu-g++ here (scripts/cross-aarch64.sh installs it)"; exit 77; }
     if ! chroot "$root" sh -c 'command -v aarch64-linux-gnu-g++' >/dev/null; then
