@@ -49,17 +49,24 @@ namespace {
     // A slot the writer is appending after the state was loaded is not there.
     const std::size_t n = state & 0xffff;
     c = c < n ? c : n;
-    const std::uint32_t live = live_mask(state);
-    // Live slots at or before c - 1, and from c on.
-    const std::uint32_t before = live & ((2u << c >> 1) - 1);
-    const std::uint32_t after = live & ~before;
+    // The live slot at or before c - 1 and the first one from c on (kNone:
+    // none): c - 1 and c where no slot is dead, what most leaves are.
+    constexpr std::size_t kNone = ~std::size_t{0};
+    std::size_t j = c - 1;  // kNone for c == 0
+    std::size_t next = c < n ? c : kNone;
+    if (__builtin_expect((state >> 16) != 0, 0)) {
+        const std::uint32_t live = live_mask(state);
+        const std::uint32_t before = live & ((2u << c >> 1) - 1);
+        const std::uint32_t after = live & ~before;
+        j = before ? static_cast<std::size_t>(31 - __builtin_clz(before)) : kNone;
+        next = after ? static_cast<std::size_t>(__builtin_ctz(after)) : kNone;
+    }
     // The fields, each set once: a default-built Info that the paths
     // overwrite costs four dead stores per lookup.
     std::uint64_t tag = 0;  // a gap: type unregistered, generation 0
     int device = -1;
     std::uintptr_t lo = 0;  // no live range before: only in the leftmost leaf
-    if (before) {
-        std::size_t j = static_cast<std::size_t>(31 - __builtin_clz(before));
+    if (j != kNone) {
         std::uintptr_t last = lf->last[j];
         if (p <= last && j == c - 1) {
             hi = last;
@@ -70,7 +77,7 @@ namespace {
             lo = last + 1;
         }
     }
-    if (!tag) hi = after ? lf->key[__builtin_ctz(after)] - 1 : hi;
+    if (!tag) hi = next != kNone ? lf->key[next] - 1 : hi;
     if (spans) {
         std::uintptr_t want_last = (length == 0) ? p : (length - 1 > kTop - p ? kTop : p + (length - 1));
         *spans = want_last > hi;
