@@ -47,7 +47,8 @@ static double phase(int async, cudaStream_t s) {
 
 static int set_hooks(int on) {
     ldshim_status rc = on ? ldshim_hooks_install(LDSHIM_HOOK_CUDA) : ldshim_hooks_uninstall();
-    if (rc != LDSHIM_OK) fprintf(stderr, "alloc_cost: hooks %s: %s\n", on ? "install" : "uninstall", ldshim_strerror(rc));
+    if (rc != LDSHIM_OK)
+        fprintf(stderr, "alloc_cost: hooks %s: %s\n", on ? "install" : "uninstall", ldshim_strerror(rc));
     return rc == LDSHIM_OK;
 }
 
@@ -92,7 +93,7 @@ int main(void) {
         return 1;
     }
     int ok = async <= 1.10;
-    printf("alloc_cost: cudaMallocAsync + cudaFreeAsync %.1f %% added (goal: at most 10 %%): %s\n",
-           100 * (async - 1), ok ? "met" : "NOT met");
+    printf("alloc_cost: cudaMallocAsync + cudaFreeAsync %.1f %% added (goal: at most 10 %%): %s\n", 100 * (async - 1),
+           ok ? "met" : "NOT met");
     return ok ? 0 : 1;
 }
