@@ -336,11 +336,7 @@ struct ScanRoom {
         return off == host::ScratchText::npos ? std::string() : text.at(off);
     }
     void push_segments(const dl_phdr_info& info) {
-        for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
-            if (info.dlpi_phdr[i].p_type == PT_LOAD) {
-                std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
-                ldshim.push({lo, lo + info.dlpi_phdr[i].p_memsz});
-            }
+        host::for_each_segment(info, [&](const Segment& g) { ldshim.push(g); });
     }
     // A wanted slot of the object being visited: confirmed if it holds the
     // hook, else a candidate (the object's name copied with its first one).
@@ -363,29 +359,22 @@ namespace {
 
 // What is known of the object at `base` among `known` (in the order of the
 // walk that recorded them), or nullptr: valid while no object went away
-// (none can have taken its base) and the loader reports its counters.  A
-// walk lists the objects in the same order again, so each lookup tries the
-// one after the last found first; an object new to this walk is looked for
-// among them all.  Inside the walk: no allocation.
+// (none can have taken its base) and the loader reports its counters.
+// Matched in the walk's order (host::InOrderMatch).  Inside the walk: no
+// allocation.
 class KnownFinder {
 public:
     KnownFinder(std::span<KnownObject> known, unsigned long long known_subs) : known_(known), subs_(known_subs) {}
     KnownObject* operator()(std::uintptr_t base, const host::LoadCounters& now) {
         if (known_.empty() || now.adds == 0 || now.subs != subs_) return nullptr;
-        if (next_ < known_.size() && known_[next_].base == base) return take(next_);
-        for (std::size_t i = 0; i < known_.size(); ++i)
-            if (known_[i].base == base) return take(i);
-        return nullptr;
+        const std::size_t i = in_order_(known_.size(), [&](std::size_t j) { return known_[j].base == base; });
+        return i == host::InOrderMatch::npos ? nullptr : &known_[i];
     }
 
 private:
-    KnownObject* take(std::size_t i) {
-        next_ = i + 1;
-        return &known_[i];
-    }
     std::span<KnownObject> known_;
     unsigned long long subs_;
-    std::size_t next_ = 0;
+    host::InOrderMatch in_order_;
 };
 
 // An object scanned before (the `index`th known): only its wanted slots are

@@ -27,6 +27,10 @@
 #include <utility>
 #include <vector>
 
+namespace ldshim::host {
+class InOrderMatch;  // host/loaded_objects.h
+}  // namespace ldshim::host
+
 namespace ldshim::resolver {
 
 using loader::Engine;
@@ -139,7 +143,7 @@ private:
     struct Fresh;
     struct Scan;
     Scan scan_locked();
-    Known* match(std::uintptr_t addr, const void* phdr, const char* name, std::size_t cursor) noexcept;
+    Known* match(const dl_phdr_info& info, host::InOrderMatch& in_order) noexcept;
     void apply_scan(Scan& s);
     bool same_as_last_walk(const Scan& s) const;
     void apply_changes(Scan& s);
