@@ -234,16 +234,16 @@ int Patcher::install(unsigned flags) {
 bool Patcher::nothing_new_locked(unsigned flags) const {
     if (!installed_ || (flags_ | flags) != flags_ || retry_ || !known_hits_.empty() || !patches_.empty()) return false;
     host::LoadCounters c = host::load_counters();
-    return c.adds != 0 && c.adds == adds_ && c.subs == subs_ && known_subs_ == subs_;
+    return c.adds != 0 && c == seen_ && known_subs_ == seen_.subs;
 }
 
 int Patcher::refresh() {
     std::lock_guard lock(mu_);
     if (!installed_) return LDSHIM_OK;
     host::LoadCounters c = host::load_counters();
-    if (c.adds == adds_ && c.subs == subs_ && !retry_) return LDSHIM_OK;
+    if (c == seen_ && !retry_) return LDSHIM_OK;
     try {
-        pass_locked(c.subs != subs_);
+        pass_locked(c.subs != seen_.subs);
     } catch (const std::bad_alloc&) {
         return LDSHIM_ERR_NO_MEMORY;
     }
@@ -528,8 +528,7 @@ Patcher::Scan Patcher::scan_locked() {
     });
 
     // The copies become the engine's records, outside the lock.
-    adds_ = room.counters.adds;
-    subs_ = room.counters.subs;
+    seen_ = room.counters;
     retry_ = room.half_loaded;
     if (relayed_.load(std::memory_order_relaxed) != Relayed::elsewhere)
         relayed_.store(room.relayed_elsewhere || !room.libc_base ? Relayed::elsewhere : Relayed::libc_only,
@@ -631,7 +630,7 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
         WriteResult result = writes[i].result;
         if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
             retry_ = true;
-            if (KnownObject* k = KnownFinder(known_, known_subs_)(c.base, {adds_, subs_})) k->visited = 0;
+            if (KnownObject* k = KnownFinder(known_, known_subs_)(c.base, seen_)) k->visited = 0;
             continue;
         }
         Op op{c.object,

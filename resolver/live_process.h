@@ -189,8 +189,8 @@ private:
         // The model holds objects no walk has confirmed yet (a dlopen it
         // answered, or note_opened): the next call walks.
         bool dirty = true;
-        unsigned long long adds = 0, subs = 0;  // dl_iterate_phdr's counters at the last walk
-        Generation synced;                      // the loader's generation the model was last reconciled with
+        host::LoadCounters counters;  // dl_iterate_phdr's at the last walk
+        Generation synced;            // the loader's generation the model was last reconciled with
         // The fast path's signal (host::loader_words), trusted only once a
         // walk confirmed it and never again after a walk contradicted it.
         std::atomic<bool> words_ok{false};

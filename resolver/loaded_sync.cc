@@ -26,8 +26,7 @@ bool LiveProcess::unchanged_locked() {
     if (step_.dirty) return false;
     Generation now;
     if (step_.words_ok.load(std::memory_order_relaxed) && read_generation(words_, now)) return now == step_.synced;
-    auto [adds, subs] = host::load_counters();
-    return adds == step_.adds && subs == step_.subs;
+    return host::load_counters() == step_.counters;
 }
 
 // The known object at this place with this name, if any: first where the
@@ -121,8 +120,7 @@ LiveProcess::Scan LiveProcess::scan_locked() {
 void LiveProcess::sync_locked() {
     if (unchanged_locked() || opened_went_alone_locked()) return;
     Scan s = scan_locked();
-    step_.adds = s.counters.adds;
-    step_.subs = s.counters.subs;
+    step_.counters = s.counters;
     step_.dirty = false;
     // The fast path's words are checked against every walk; one contradiction
     // turns it off for good.
