@@ -234,16 +234,16 @@ int Patcher::install(unsigned flags) {
 bool Patcher::nothing_new_locked(unsigned flags) const {
     if (!installed_ || (flags_ | flags) != flags_ || retry_ || !known_hits_.empty() || !patches_.empty()) return false;
     host::LoadCounters c = host::load_counters();
-    return c.adds != 0 && c.adds == adds_ && c.subs == subs_ && known_subs_ == subs_;
+    return c.adds != 0 && c == seen_ && known_subs_ == seen_.subs;
 }
 
 int Patcher::refresh() {
     std::lock_guard lock(mu_);
     if (!installed_) return LDSHIM_OK;
     host::LoadCounters c = host::load_counters();
-    if (c.adds == adds_ && c.subs == subs_ && !retry_) return LDSHIM_OK;
+    if (c == seen_ && !retry_) return LDSHIM_OK;
     try {
-        pass_locked(c.subs != subs_);
+        pass_locked(c.subs != seen_.subs);
     } catch (const std::bad_alloc&) {
         return LDSHIM_ERR_NO_MEMORY;
     }
@@ -336,11 +336,7 @@ struct ScanRoom {
         return off == host::ScratchText::npos ? std::string() : text.at(off);
     }
     void push_segments(const dl_phdr_info& info) {
-        for (std::size_t i = 0; i < info.dlpi_phnum; ++i)
-            if (info.dlpi_phdr[i].p_type == PT_LOAD) {
-                std::uintptr_t lo = info.dlpi_addr + info.dlpi_phdr[i].p_vaddr;
-                ldshim.push({lo, lo + info.dlpi_phdr[i].p_memsz});
-            }
+        host::for_each_segment(info, [&](const Segment& g) { ldshim.push(g); });
     }
     // A wanted slot of the object being visited: confirmed if it holds the
     // hook, else a candidate (the object's name copied with its first one).
@@ -363,29 +359,22 @@ namespace {
 
 // What is known of the object at `base` among `known` (in the order of the
 // walk that recorded them), or nullptr: valid while no object went away
-// (none can have taken its base) and the loader reports its counters.  A
-// walk lists the objects in the same order again, so each lookup tries the
-// one after the last found first; an object new to this walk is looked for
-// among them all.  Inside the walk: no allocation.
+// (none can have taken its base) and the loader reports its counters.
+// Matched in the walk's order (host::InOrderMatch).  Inside the walk: no
+// allocation.
 class KnownFinder {
 public:
     KnownFinder(std::span<KnownObject> known, unsigned long long known_subs) : known_(known), subs_(known_subs) {}
     KnownObject* operator()(std::uintptr_t base, const host::LoadCounters& now) {
         if (known_.empty() || now.adds == 0 || now.subs != subs_) return nullptr;
-        if (next_ < known_.size() && known_[next_].base == base) return take(next_);
-        for (std::size_t i = 0; i < known_.size(); ++i)
-            if (known_[i].base == base) return take(i);
-        return nullptr;
+        const std::size_t i = in_order_(known_.size(), [&](std::size_t j) { return known_[j].base == base; });
+        return i == host::InOrderMatch::npos ? nullptr : &known_[i];
     }
 
 private:
-    KnownObject* take(std::size_t i) {
-        next_ = i + 1;
-        return &known_[i];
-    }
     std::span<KnownObject> known_;
     unsigned long long subs_;
-    std::size_t next_ = 0;
+    host::InOrderMatch in_order_;
 };
 
 // An object scanned before (the `index`th known): only its wanted slots are
@@ -539,8 +528,7 @@ Patcher::Scan Patcher::scan_locked() {
     });
 
     // The copies become the engine's records, outside the lock.
-    adds_ = room.counters.adds;
-    subs_ = room.counters.subs;
+    seen_ = room.counters;
     retry_ = room.half_loaded;
     if (relayed_.load(std::memory_order_relaxed) != Relayed::elsewhere)
         relayed_.store(room.relayed_elsewhere || !room.libc_base ? Relayed::elsewhere : Relayed::libc_only,
@@ -642,7 +630,7 @@ void Patcher::write_and_record_locked(std::vector<Candidate>& todo) {
         WriteResult result = writes[i].result;
         if (result == WriteResult::unloading) {  // not written: the next pass scans the object again
             retry_ = true;
-            if (KnownObject* k = KnownFinder(known_, known_subs_)(c.base, {adds_, subs_})) k->visited = 0;
+            if (KnownObject* k = KnownFinder(known_, known_subs_)(c.base, seen_)) k->visited = 0;
             continue;
         }
         Op op{c.object,

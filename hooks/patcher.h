@@ -117,10 +117,10 @@ private:
 
     host::FutexMutex mu_;  // taken at every start-up: no libc lock (host/futex_mutex.h)
     bool installed_ = false;
-    bool pinned_ = false;  // libldshim made undeletable (before its first hook is written)
-    unsigned flags_ = 0;   // the LDSHIM_HOOK_* sets installed so far
-    unsigned long long adds_ = 0, subs_ = 0;
-    bool retry_ = false;  // an object was skipped half-loaded: the next refresh looks again
+    bool pinned_ = false;      // libldshim made undeletable (before its first hook is written)
+    unsigned flags_ = 0;       // the LDSHIM_HOOK_* sets installed so far
+    host::LoadCounters seen_;  // the loader's counters at the last pass's walk
+    bool retry_ = false;       // an object was skipped half-loaded: the next refresh looks again
     // What the scans have seen of the names libc_next answers: nothing yet,
     // only libc's definitions, or an object besides libc that may define one.
     enum class Relayed { unknown, libc_only, elsewhere };

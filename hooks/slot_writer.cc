@@ -3,15 +3,14 @@
 #include "hooks/object_scan.h"
 #include "host/libc.h"
 #include "host/loaded_objects.h"
+#include "host/mapped_files.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <string>
+#include <optional>
+#include <string_view>
 
 namespace ldshim::hooks {
 
@@ -29,40 +28,19 @@ struct Mapping {
     int prot;
 };
 
-// Every mapping's protection, from /proc/self/maps (a line per mapping, so
-// slow with many libraries).  Read before the walk; the writer's own changes are undone
-// before it returns, so the copy stays true for the walk.
+// Every mapping's protection, from /proc/self/maps (host/mapped_files.h: a
+// line per mapping, so slow with many libraries).  Read before the walk; the
+// writer's own changes are undone before it returns, so the copy stays true
+// for the walk.
 std::vector<Mapping> read_protections() {
     std::vector<Mapping> maps;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return maps;
-    std::string text;
-    char buf[16384];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    close(fd);
-    // "lo-hi rwxp offset dev inode path": only the range and "rwx" matter.
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        std::size_t eol = text.find('\n', pos);
-        if (eol == std::string::npos) eol = text.size();
-        const char* line = text.c_str() + pos;
-        char* end = nullptr;
-        std::uintptr_t lo = std::strtoull(line, &end, 16);
-        if (end && *end == '-') {
-            std::uintptr_t hi = std::strtoull(end + 1, &end, 16);
-            if (end && *end == ' ' && end + 4 <= text.c_str() + eol) {
-                int prot = (end[1] == 'r' ? PROT_READ : 0) | (end[2] == 'w' ? PROT_WRITE : 0) |
-                           (end[3] == 'x' ? PROT_EXEC : 0);
-                maps.push_back({lo, hi, prot});
-            }
-        }
-        pos = eol + 1;
-    }
+    host::read_own_maps([&](std::string_view line) {
+        const std::optional<host::MapsLine> m = host::parse_maps_line(line);
+        if (!m) return;
+        const int prot = (m->perms[0] == 'r' ? PROT_READ : 0) | (m->perms[1] == 'w' ? PROT_WRITE : 0) |
+                         (m->perms[2] == 'x' ? PROT_EXEC : 0);
+        maps.push_back({m->lo, m->hi, prot});
+    });
     return maps;
 }
 

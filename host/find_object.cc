@@ -42,13 +42,10 @@ std::optional<ObjectExtent> find_object(const void* addr) noexcept {
     // The walk only copies numbers; dladdr1 runs after it.
     for_each_loaded([&](const dl_phdr_info& info, const LoadCounters&) {
         std::uintptr_t lo = UINTPTR_MAX, hi = 0;
-        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
-            const auto& ph = info.dlpi_phdr[i];
-            if (ph.p_type != PT_LOAD) continue;
-            std::uintptr_t start = info.dlpi_addr + ph.p_vaddr;
-            lo = std::min(lo, start & ~std::uintptr_t{0xfff});
-            hi = std::max(hi, (start + ph.p_memsz + 0xfff) & ~std::uintptr_t{0xfff});
-        }
+        for_each_segment(info, [&](const Segment& g) {
+            lo = std::min(lo, g.lo & ~std::uintptr_t{0xfff});
+            hi = std::max(hi, (g.hi + 0xfff) & ~std::uintptr_t{0xfff});
+        });
         if (a < lo || a >= hi) return true;
         out = ObjectExtent{lo, hi, nullptr};
         return false;

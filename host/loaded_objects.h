@@ -56,6 +56,65 @@ struct Segment {
     std::uintptr_t lo, hi;
 };
 
+// visit(Segment) for each PT_LOAD segment of a walked object, in program
+// header order: its memory image, [load bias + p_vaddr, + p_memsz).  The one
+// rule for where an object is mapped: the patcher's list of ldshim's own
+// segments, the live model's address ranges and find_object before glibc
+// 2.35 (which rounds it out to pages) all read it here.
+template <class Visit>
+void for_each_segment(const dl_phdr_info& info, Visit&& visit) {
+    for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        const std::uintptr_t lo = info.dlpi_addr + ph.p_vaddr;
+        visit(Segment{lo, lo + ph.p_memsz});
+    }
+}
+
+// The name dl_iterate_phdr reports (l_name), "" where it reports none.
+inline const char* name_of(const dl_phdr_info& info) { return info.dlpi_name ? info.dlpi_name : ""; }
+
+// Matches each object of a walk to the record the walk before kept of it.
+// dl_iterate_phdr lists the objects in load order; an object that stays
+// keeps its place among those that stay, and new ones come after them.  So
+// each object is looked for first right after the record matched last --
+// nearly always there: one comparison -- and only then searched for.  Start
+// one per walk.  Allocates nothing: for use inside the walk.
+//
+// What a record is, what makes it an object's, and what a caller does with
+// a new object or a record no step matched stays the caller's: the patcher
+// matches by load address and forgets everything once any object went
+// (another may be mapped at its base); the live model matches by address,
+// program headers and name, and drops the records no step of the walk
+// matched (resolver/loaded_sync.cc).
+class InOrderMatch {
+public:
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+    // The index, among the last walk's `count` records, of the one `is(i)`
+    // holds for: the expected one if it does, else what `search()` answers
+    // (an index, or npos: none -- the object is new).  The record after it
+    // is expected next.
+    template <class Is, class Search>
+    std::size_t operator()(std::size_t count, Is&& is, Search&& search) {
+        const std::size_t i = next_ < count && is(next_) ? next_ : search();
+        if (i != npos) next_ = i + 1;
+        return i;
+    }
+    // The same, searching every record in turn.
+    template <class Is>
+    std::size_t operator()(std::size_t count, Is&& is) {
+        return (*this)(count, is, [&] {
+            for (std::size_t i = 0; i < count; ++i)
+                if (is(i)) return i;
+            return npos;
+        });
+    }
+
+private:
+    std::size_t next_ = 0;
+};
+
 // A walk's list and the room it should have (ScratchBlock::lay_out).
 template <class List>
 struct ListRoom {

@@ -25,18 +25,42 @@ void skip_spaces(std::string_view& s) {
     while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
 }
 
+// The lines of `text`, the last one too if no newline ends it.
+template <class Each>
+void each_line(std::string_view text, Each&& each) {
+    while (!text.empty()) {
+        const std::size_t nl = text.find('\n');
+        each(text.substr(0, nl));
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    }
+}
+
 }  // namespace
 
-// The maps file is read in pieces and only the mappings of a file's start
-// (offset 0, where an ELF object's first segment is) are kept: a large
-// process has thousands of lines, and a loaded object is named by its first
-// segment.
-MappedFiles MappedFiles::of_this_process() {
-    MappedFiles out;
+std::optional<MapsLine> parse_maps_line(std::string_view line) {
+    MapsLine m;
+    const std::size_t perms = 5;  // "rwxp "
+    if (!take_number(line, m.lo, 16, '-') || !take_number(line, m.hi, 16, ' ') || line.size() < perms)
+        return std::nullopt;
+    m.perms = line.substr(0, perms - 1);
+    line.remove_prefix(perms);
+    if (!take_number(line, m.offset, 16, ' ') || !take_number(line, m.major, 16, ':') ||
+        !take_number(line, m.minor, 16, ' '))
+        return std::nullopt;
+    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), m.inode, 10);
+    if (ec != std::errc{} || (end != line.data() + line.size() && *end != ' ')) return std::nullopt;
+    line.remove_prefix(static_cast<std::size_t>(end - line.data()));
+    skip_spaces(line);
+    m.path = line;
+    return m;
+}
+
+bool read_own_maps(void (*each)(std::string_view, void*), void* data) {
     int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return out;
+    if (fd < 0) return false;
     char buf[16384];
     std::size_t have = 0;
+    auto lines = [&](std::string_view text) { each_line(text, [&](std::string_view line) { each(line, data); }); };
     for (;;) {
         ssize_t n = ::read(fd, buf + have, sizeof buf - have);
         if (n < 0 && errno == EINTR) continue;
@@ -48,53 +72,49 @@ MappedFiles MappedFiles::of_this_process() {
             if (have == sizeof buf) break;  // a line longer than the buffer: not a maps file
             continue;
         }
-        out.add_lines(text.substr(0, last_nl + 1));
+        lines(text.substr(0, last_nl + 1));
         have -= last_nl + 1;
         std::memmove(buf, buf + last_nl + 1, have);
     }
     ::close(fd);
-    out.add_lines(std::string_view(buf, have));
+    lines(std::string_view(buf, have));
+    return true;
+}
+
+// Only the mappings of a file's start (offset 0, where an ELF object's first
+// segment is) are kept: a loaded object is named by its first segment.
+MappedFiles MappedFiles::of_this_process() {
+    MappedFiles out;
+    read_own_maps([&](std::string_view line) { out.add_line(line); });
     out.sort();
     return out;
 }
 
 MappedFiles MappedFiles::parse(std::string_view maps) {
     MappedFiles out;
-    out.add_lines(maps);
+    each_line(maps, [&](std::string_view line) { out.add_line(line); });
     out.sort();
     return out;
 }
 
-// "lo-hi perms offset major:minor inode   path"; anonymous mappings have
-// inode 0 and no file to name.
-void MappedFiles::add_lines(std::string_view maps) {
+// Anonymous mappings have inode 0 and no file to name.
+void MappedFiles::add_line(std::string_view line) {
     constexpr std::string_view kDeleted = " (deleted)";
-    while (!maps.empty()) {
-        const std::size_t nl = maps.find('\n');
-        std::string_view line = maps.substr(0, nl);
-        maps.remove_prefix(nl == std::string_view::npos ? maps.size() : nl + 1);
-        // Most lines map no file's start: their offset field is looked at
-        // before anything is parsed.
-        const std::size_t offset_at = line.find(' ', line.find(' ') + 1) + 1;
-        if (offset_at == 0 || offset_at >= line.size() || line.substr(offset_at, 9) != "00000000 ") continue;
-        Map m{};
-        unsigned major = 0, minor = 0;
-        std::uint64_t ino = 0, offset = 0;
-        const std::size_t perms = 5;  // "rwxp "
-        if (!take_number(line, m.lo, 16, '-') || !take_number(line, m.hi, 16, ' ') || line.size() < perms) continue;
-        line.remove_prefix(perms);
-        if (!take_number(line, offset, 16, ' ') || offset != 0 || !take_number(line, major, 16, ':') ||
-            !take_number(line, minor, 16, ' ') || !take_number(line, ino, 10, ' ') || ino == 0)
-            continue;
-        skip_spaces(line);
-        if (line.ends_with(kDeleted)) {
-            line.remove_suffix(kDeleted.size());
-            m.file.deleted = true;
-        }
-        m.file.id = {static_cast<std::uint64_t>(makedev(major, minor)), ino};
-        m.file.path = std::string(line);
-        maps_.push_back(std::move(m));
+    // Most lines map no file's start: their offset field is looked at
+    // before anything is parsed.
+    const std::size_t offset_at = line.find(' ', line.find(' ') + 1) + 1;
+    if (offset_at == 0 || offset_at >= line.size() || line.substr(offset_at, 9) != "00000000 ") return;
+    const std::optional<MapsLine> m = parse_maps_line(line);
+    if (!m || m->offset != 0 || m->inode == 0) return;
+    Map map{m->lo, m->hi, {}};
+    std::string_view path = m->path;
+    if (path.ends_with(kDeleted)) {
+        path.remove_suffix(kDeleted.size());
+        map.file.deleted = true;
     }
+    map.file.id = {static_cast<std::uint64_t>(makedev(m->major, m->minor)), m->inode};
+    map.file.path = std::string(path);
+    maps_.push_back(std::move(map));
 }
 
 void MappedFiles::sort() {

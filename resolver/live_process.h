@@ -27,6 +27,10 @@
 #include <utility>
 #include <vector>
 
+namespace ldshim::host {
+class InOrderMatch;  // host/loaded_objects.h
+}  // namespace ldshim::host
+
 namespace ldshim::resolver {
 
 using loader::Engine;
@@ -139,7 +143,7 @@ private:
     struct Fresh;
     struct Scan;
     Scan scan_locked();
-    Known* match(std::uintptr_t addr, const void* phdr, const char* name, std::size_t cursor) noexcept;
+    Known* match(const dl_phdr_info& info, host::InOrderMatch& in_order) noexcept;
     void apply_scan(Scan& s);
     bool same_as_last_walk(const Scan& s) const;
     void apply_changes(Scan& s);
@@ -185,8 +189,8 @@ private:
         // The model holds objects no walk has confirmed yet (a dlopen it
         // answered, or note_opened): the next call walks.
         bool dirty = true;
-        unsigned long long adds = 0, subs = 0;  // dl_iterate_phdr's counters at the last walk
-        Generation synced;                      // the loader's generation the model was last reconciled with
+        host::LoadCounters counters;  // dl_iterate_phdr's at the last walk
+        Generation synced;            // the loader's generation the model was last reconciled with
         // The fast path's signal (host::loader_words), trusted only once a
         // walk confirmed it and never again after a walk contradicted it.
         std::atomic<bool> words_ok{false};

@@ -76,14 +76,14 @@ struct LiveProcess::ScanRoom {
     host::ScratchText text;
     host::LoadCounters counters;
     WordsSeen words;
-    std::size_t cursor = 0;  // where in the last walk's order the next object is expected
+    host::InOrderMatch in_order;  // each object against the last walk's order (LiveProcess::match)
 
     host::ScratchBlock block;  // the room of the lists above
 
     void reset(std::size_t n) {
         block.lay_out(host::ListRoom{objects, n}, host::ListRoom{steps, n}, host::ListRoom{segments, 4 * n},
                       host::ListRoom{text, 256 * n});
-        cursor = 0;
+        in_order = {};
         words = {};
     }
     bool overflowed() const {

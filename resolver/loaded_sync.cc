@@ -26,21 +26,27 @@ bool LiveProcess::unchanged_locked() {
     if (step_.dirty) return false;
     Generation now;
     if (step_.words_ok.load(std::memory_order_relaxed) && read_generation(words_, now)) return now == step_.synced;
-    auto [adds, subs] = host::load_counters();
-    return adds == step_.adds && subs == step_.subs;
+    return host::load_counters() == step_.counters;
 }
 
 // The known object at this place with this name, if any: first where the
-// last walk's order expects it (survivors keep their order and new objects
-// are appended, so this is nearly always the one), else by its key.  Runs
+// last walk's order expects it (host::InOrderMatch), else by its key.  Runs
 // inside the walk: no allocation, no call that may be wrapped.
-LiveProcess::Known* LiveProcess::match(std::uintptr_t addr, const void* phdr, const char* name,
-                                       std::size_t cursor) noexcept {
-    const Key key{addr, phdr};
-    if (cursor < order_.size() && order_[cursor].key == key)
-        return std::strcmp(order_names_.data() + order_[cursor].name_at, name) == 0 ? order_[cursor].known : nullptr;
-    auto it = known_.find(key);
-    return it != known_.end() && std::strcmp(it->second.name.c_str(), name) == 0 ? &it->second : nullptr;
+LiveProcess::Known* LiveProcess::match(const dl_phdr_info& info, host::InOrderMatch& in_order) noexcept {
+    const Key key{info.dlpi_addr, info.dlpi_phdr};
+    const char* name = host::name_of(info);
+    const std::size_t i = in_order(
+        order_.size(),
+        [&](std::size_t j) {
+            return order_[j].key == key && std::strcmp(order_names_.data() + order_[j].name_at, name) == 0;
+        },
+        [&] {
+            // Every known object is in order_, at its pos (apply_changes).
+            auto it = known_.find(key);
+            return it != known_.end() && std::strcmp(it->second.name.c_str(), name) == 0 ? it->second.pos
+                                                                                         : host::InOrderMatch::npos;
+        });
+    return i == host::InOrderMatch::npos ? nullptr : order_[i].known;
 }
 
 // One walk of dl_iterate_phdr (namespace 0, the one the model covers).  An
@@ -59,12 +65,11 @@ LiveProcess::Scan LiveProcess::scan_locked() {
         room.counters = now;
         if (words_ && room.steps.items().empty() && !room.steps.overflowed())
             room.words = {*words_.adds, *words_.nloaded, *words_.write_lock, *words_.nns, true};
-        const char* name = info.dlpi_name ? info.dlpi_name : "";
-        if (Known* k = match(info.dlpi_addr, info.dlpi_phdr, name, room.cursor)) {
-            room.cursor = k->pos + 1;
+        if (Known* k = match(info, room.in_order)) {
             room.steps.push({k, 0});
             return true;
         }
+        const char* name = host::name_of(info);
         Visited v{info.dlpi_addr,
                   info.dlpi_phdr,
                   room.text.put_string(name),
@@ -74,12 +79,9 @@ LiveProcess::Scan LiveProcess::scan_locked() {
                   0,
                   host::ScratchText::npos,
                   0};
-        for (std::size_t i = 0; i < info.dlpi_phnum; ++i) {
-            const ElfW(Phdr)& ph = info.dlpi_phdr[i];
-            if (ph.p_type == PT_LOAD &&
-                room.segments.push({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz}))
-                ++v.segments;
-        }
+        host::for_each_segment(info, [&](const Segment& g) {
+            if (room.segments.push(g)) ++v.segments;
+        });
         if (*name && !std::binary_search(modelled.begin(), modelled.end(), std::string_view(name))) {
             v.facts_size = copy_loaded_facts(info.dlpi_addr, info.dlpi_phdr, info.dlpi_phnum, room.text.tail());
             v.facts = room.text.commit(v.facts_size);
@@ -118,8 +120,7 @@ LiveProcess::Scan LiveProcess::scan_locked() {
 void LiveProcess::sync_locked() {
     if (unchanged_locked() || opened_went_alone_locked()) return;
     Scan s = scan_locked();
-    step_.adds = s.counters.adds;
-    step_.subs = s.counters.subs;
+    step_.counters = s.counters;
     step_.dirty = false;
     // The fast path's words are checked against every walk; one contradiction
     // turns it off for good.

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 using ldshim::host::MappedFiles;
 
@@ -51,4 +53,57 @@ TEST(MappedFiles, this_process_maps_its_own_program_as_stat_sees_it) {
     ASSERT_EQ(stat("/proc/self/exe", &st), 0);
     EXPECT_EQ(self->id.ino, st.st_ino);
     EXPECT_EQ(self->id.dev, st.st_dev);
+}
+
+// The one parser of a maps line (host/mapped_files.h), which the hooks'
+// slot writer reads protections with too.
+TEST(MapsLine, every_field_of_a_line_is_read_and_the_path_kept_as_printed) {
+    auto m = ldshim::host::parse_maps_line(
+        "7f0000001000-7f0000003000 r-xp 00001000 fe:01 1234                       /usr/lib/libx.so (deleted)");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->lo, 0x7f0000001000u);
+    EXPECT_EQ(m->hi, 0x7f0000003000u);
+    EXPECT_EQ(m->perms, "r-xp");
+    EXPECT_EQ(m->offset, 0x1000u);
+    EXPECT_EQ(m->major, 0xfeu);
+    EXPECT_EQ(m->minor, 0x01u);
+    EXPECT_EQ(m->inode, 1234u);
+    EXPECT_EQ(m->path, "/usr/lib/libx.so (deleted)");
+}
+
+TEST(MapsLine, an_anonymous_mapping_parses_with_or_without_the_space_after_its_inode) {
+    auto kernel = ldshim::host::parse_maps_line("7f0000003000-7f0000004000 rw-p 00000000 00:00 0 ");
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel->inode, 0u);
+    EXPECT_EQ(kernel->path, "");
+    // qemu-user prints none.
+    auto qemu = ldshim::host::parse_maps_line("7f0000003000-7f0000004000 rw-p 00000000 00:00 0");
+    ASSERT_TRUE(qemu);
+    EXPECT_EQ(qemu->perms, "rw-p");
+    EXPECT_EQ(qemu->path, "");
+}
+
+TEST(MapsLine, what_is_no_maps_line_is_refused) {
+    EXPECT_FALSE(ldshim::host::parse_maps_line("garbage line"));
+    EXPECT_FALSE(ldshim::host::parse_maps_line("7f0000003000-7f0000004000 rw"));
+    EXPECT_FALSE(ldshim::host::parse_maps_line("7f0000003000-7f0000004000 rw-p 00000000 00:00 0x"));
+    EXPECT_FALSE(ldshim::host::parse_maps_line(""));
+}
+
+TEST(MapsLine, this_process_maps_its_stack_writable_and_its_code_executable) {
+    int on_stack = 0;
+    const auto stack = reinterpret_cast<std::uintptr_t>(&on_stack);
+    const auto code = getauxval(AT_ENTRY);
+    std::string stack_perms, code_perms;
+    std::size_t lines = 0;
+    ASSERT_TRUE(ldshim::host::read_own_maps([&](std::string_view line) {
+        ++lines;
+        auto m = ldshim::host::parse_maps_line(line);
+        ASSERT_TRUE(m) << line;
+        if (m->lo <= stack && stack < m->hi) stack_perms = m->perms;
+        if (m->lo <= code && code < m->hi) code_perms = m->perms;
+    }));
+    EXPECT_GT(lines, 5u);
+    EXPECT_EQ(stack_perms.substr(0, 2), "rw");
+    EXPECT_EQ(code_perms.substr(0, 3), "r-x");
 }
