@@ -22,13 +22,14 @@ esac
 
 # What the demo needs: a compiler (gcc's libasan for its step 6), meson and
 # ninja, nlohmann-json for ldsearch, GoogleTest for its layout table
-# (tests/repro/mpi_test.cc), Open MPI with UCX (libucx0: libucm), ccache
+# (tests/repro/mpi_test.cc; patchelf for one of its layouts), Open MPI with
+# UCX (libucx0: libucm), ccache
 # (scripts/build-cache.sh).
-demo_packages="g++ gcc meson ninja-build pkg-config nlohmann-json3-dev libgtest-dev openmpi-bin libucx0 ccache"
+demo_packages="g++ gcc meson ninja-build pkg-config nlohmann-json3-dev libgtest-dev openmpi-bin libucx0 patchelf ccache"
 # The rest, for the test suites, lint, the sanitizers and the roots: a
 # plain setup.sh installs both lists.
 test_packages="libelf-dev zlib1g-dev libgmock-dev libbenchmark-dev python3-jsonschema pax-utils python3-pyelftools \
-libucx-dev ucx-utils patchelf util-linux hyperfine strace clang lld valgrind libclang-rt-14-dev heaptrack uftrace \
+libucx-dev ucx-utils util-linux hyperfine strace clang lld valgrind libclang-rt-14-dev heaptrack uftrace \
 fakechroot clang-format clang-tidy shellcheck python3-numpy python3-scipy python3-mpi4py python3-torch gdb \
 r-base-core lmod tcl autoconf automake libtool make git"
 packages=$demo_packages
