@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 . ./scripts/build-cache.sh
 echo "Setting up and building (scripts/setup.sh --demo) ..." >&2
+setup_start=$(date +%s)
 setup_log=$(mktemp /tmp/ldshim-demo-setup.XXXXXX)
 if ! ./scripts/setup.sh --demo >"$setup_log"; then
     tail -30 "$setup_log" >&2
@@ -25,6 +26,7 @@ if ! ./scripts/setup.sh --demo >"$setup_log"; then
     exit 1
 fi
 rm -f "$setup_log"
+echo "Set up and built in $(($(date +%s) - setup_start)) s" >&2
 build=$root/build-demo
 LDSEARCH=$build/tools/ldsearch/ldsearch
 PRELOAD=$build/preload/libldshim_preload.so
