@@ -47,15 +47,26 @@ if [ -n "$missing" ]; then
     echo "setup: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
     # The package lists once an hour: the demo's setup and the tests' right
-    # after it (.ci/run) share one update.
+    # after it (.ci/run) share one update.  An install that fails on lists
+    # that were not updated here updates them and tries again.
     stamp=/var/cache/ldshim/apt-update.stamp
-    if [ -z "$(find "$stamp" -mmin -60 2>/dev/null)" ]; then
+    update() {
         apt-get update -qq || { echo "setup: apt-get update failed" >&2; exit 1; }
         mkdir -p "${stamp%/*}" && touch "$stamp" || true
+    }
+    updated=0
+    if [ -z "$(find "$stamp" -mmin -60 2>/dev/null)" ]; then
+        update
+        updated=1
     fi
     # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
-        { echo "setup: apt-get install failed:$missing" >&2; exit 1; }
+    if ! apt-get install -y -qq --no-install-recommends $missing >/dev/null; then
+        [ "$updated" = 0 ] || { echo "setup: apt-get install failed:$missing" >&2; exit 1; }
+        update
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+            { echo "setup: apt-get install failed:$missing" >&2; exit 1; }
+    fi
 fi
 
 # The project's own builds treat warnings as errors; a packager's do not.
