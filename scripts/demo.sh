@@ -9,14 +9,25 @@
 #   6. the same bug and repair with AddressSanitizer, not UCX, in front;
 #   7. ldsearch checked against the real loader with --diff.
 # Every step checks what it shows; any wrong result names the step and the
-# script exits 1.  Sets up and builds first (scripts/setup.sh).
+# script exits 1.  Sets up and builds first: scripts/setup.sh --demo installs
+# only what the demo needs and builds only the product and the one test
+# program it runs, in ./build-demo (scripts/test.sh installs and builds the
+# rest, in ./build).
 set -eu
 cd "$(dirname "$0")/.."
 root=$PWD
 . ./scripts/build-cache.sh
-echo "Setting up and building (scripts/setup.sh) ..." >&2
-./scripts/setup.sh >/dev/null
-build=$root/build
+echo "Setting up and building (scripts/setup.sh --demo) ..." >&2
+setup_start=$(date +%s)
+setup_log=$(mktemp /tmp/ldshim-demo-setup.XXXXXX)
+if ! ./scripts/setup.sh --demo >"$setup_log"; then
+    tail -30 "$setup_log" >&2
+    echo "demo: setting up or building failed (scripts/setup.sh --demo; its output: $setup_log)" >&2
+    exit 1
+fi
+rm -f "$setup_log"
+echo "Set up and built in $(($(date +%s) - setup_start)) s" >&2
+build=$root/build-demo
 LDSEARCH=$build/tools/ldsearch/ldsearch
 PRELOAD=$build/preload/libldshim_preload.so
 work=$(mktemp -d /tmp/ldshim-demo.XXXXXX)

@@ -18,9 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#ifndef LDSEARCH_PATH
-#error "LDSEARCH_PATH must name the ldsearch binary under test"
-#endif
 #ifndef FIXTURE_DIR
 #error "FIXTURE_DIR must name tests/differential/fixtures"
 #endif
@@ -405,7 +402,7 @@ Capture Tree::emulated(const std::string& prog, const std::vector<std::string>& 
     // CPU-view variables reach ldsearch's own environment: it asks ld.so.
     for (const auto& [k, v] : env)
         if (k == "GLIBC_TUNABLES" || k == "LD_HWCAP_MASK") cmd += " " + quote(k + "=" + v);
-    cmd += " " + quote(LDSEARCH_PATH);
+    cmd += " " + quote(ldsearch_path());
     for (const auto& [k, v] : env) {
         if (k == "LD_LIBRARY_PATH" || k == "LD_PRELOAD" || k == "LD_ORIGIN_PATH") cmd += " --env " + quote(k + "=" + v);
     }

@@ -10,6 +10,10 @@
 
 namespace ldshim::difftest {
 
+// The ldsearch binary under test (ldsearch_path.cc: its path comes from the
+// build, -DLDSEARCH_PATH).
+const char* ldsearch_path();
+
 using Env = std::vector<std::pair<std::string, std::string>>;
 
 struct LibSpec {

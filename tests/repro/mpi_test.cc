@@ -14,6 +14,7 @@
 // run has a timeout.
 #include "../support/test_machine.h"
 #include "julia_report.h"
+#include "preload_path.h"
 
 #include <gtest/gtest.h>
 
@@ -22,10 +23,6 @@
 
 using namespace ldshim::difftest;
 using namespace ldshim::difftest::report;
-
-#ifndef PRELOAD_LIB_PATH
-#error "PRELOAD_LIB_PATH must name libldshim_preload.so"
-#endif
 
 namespace {
 
@@ -37,7 +34,7 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     ucx.insert(ucx.end(), env.begin(), env.end());
     Env norpath = ucx, fixed = ucx;
     norpath.emplace_back("UCX_MEM_DLOPEN_PROCESS_RPATH", "n");
-    fixed.emplace_back("LD_PRELOAD", PRELOAD_LIB_PATH);
+    fixed.emplace_back("LD_PRELOAD", preload_lib_path());
     Capture truth = t.real("bin/julia", {lib, "nompi"}, env, limit);
     Capture a = t.real("bin/julia", {lib, "mpi"}, ucx, limit);
     Capture b = t.real("bin/julia", {lib, "mpi"}, norpath, limit);
@@ -52,7 +49,8 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     // so this run does not go through env -i.
     std::string cmd = "cd " + quote(t.root()) + " && " + mpirun_ucx(1) +
                       " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n"
-                      " -x LD_PRELOAD=" PRELOAD_LIB_PATH;
+                      " -x LD_PRELOAD=" +
+                      preload_lib_path();
     for (const auto& [k, v] : env) cmd += " -x " + quote(k + "=" + v);
     cmd += " bin/julia " + quote(lib) + " mpi > .out/mpirun 2>&1";
     auto launch = [&] {
@@ -78,7 +76,7 @@ void run(const std::string& name, Tree& t, const std::string& lib, Env env = {},
     route.emplace_back("UCX_MEM_MMAP_HOOK_MODE", "reloc");
     route.emplace_back("UCX_MEM_MALLOC_RELOC", "n");
     route.emplace_back("UCX_MEM_DLOPEN_PROCESS_RPATH", "n");
-    route.emplace_back("LD_PRELOAD", PRELOAD_LIB_PATH);
+    route.emplace_back("LD_PRELOAD", preload_lib_path());
     Capture e = t.real("bin/julia", {lib, "ucm"}, route, limit);
     auto copy = [&](const Capture& x) {
         std::string l = line(x);
@@ -137,7 +135,7 @@ TEST_F(Mpi, mpirun_two_ranks_original_case) {
         std::string cmd =
             "cd " + quote(t.root()) + " && " + mpirun_ucx(2) +
             " -x UCX_MEM_MMAP_HOOK_MODE=reloc -x UCX_MEM_MALLOC_RELOC=n -x UCX_MEM_DLOPEN_PROCESS_RPATH=n" +
-            std::string(with_ldshim ? " -x LD_PRELOAD=" PRELOAD_LIB_PATH : "") +
+            (with_ldshim ? " -x LD_PRELOAD=" + std::string(preload_lib_path()) : std::string()) +
             " bin/julia libopenlibm.so mpi > .out/mpirun 2>&1";
         sh(cmd);
         return read_lines(t.abs(".out/mpirun"));
