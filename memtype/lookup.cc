@@ -41,48 +41,73 @@ namespace {
     return __atomic_load_n(&in->child[c], __ATOMIC_ACQUIRE);
 }
 
-// The answer in the leaf a lookup reached, given its state word (loaded
-// before its keys), c = the number of its keys <= p and hi = the last
-// address before the next entry beyond this leaf.
-[[gnu::always_inline]] inline Info answer(const Leaf* lf, std::uint32_t state, std::size_t c, std::uintptr_t p,
-                                          std::uintptr_t hi, std::size_t length, bool* spans) noexcept {
-    // A slot the writer is appending after the state was loaded is not there.
-    const std::size_t n = state & 0xffff;
-    c = c < n ? c : n;
-    // The live slot at or before c - 1 and the first one from c on (kNone:
-    // none): c - 1 and c where no slot is dead, what most leaves are.
-    constexpr std::size_t kNone = ~std::size_t{0};
-    std::size_t j = c - 1;  // kNone for c == 0
-    std::size_t next = c < n ? c : kNone;
-    if (__builtin_expect((state >> 16) != 0, 0)) {
-        const std::uint32_t live = live_mask(state);
-        const std::uint32_t before = live & ((2u << c >> 1) - 1);
-        const std::uint32_t after = live & ~before;
-        j = before ? static_cast<std::size_t>(31 - __builtin_clz(before)) : kNone;
-        next = after ? static_cast<std::size_t>(__builtin_ctz(after)) : kNone;
-    }
-    // The fields, each set once: a default-built Info that the paths
-    // overwrite costs four dead stores per lookup.
-    std::uint64_t tag = 0;  // a gap: type unregistered, generation 0
-    int device = -1;
-    std::uintptr_t lo = 0;  // no live range before: only in the leftmost leaf
-    if (j != kNone) {
-        std::uintptr_t last = lf->last[j];
-        if (p <= last && j == c - 1) {
-            hi = last;
-            lo = lf->key[j];
-            tag = __atomic_load_n(&lf->tag[j], __ATOMIC_RELAXED);  // a revived slot's may change (registry.h)
-            device = lf->device[j];
-        } else {
-            lo = last + 1;
-        }
-    }
-    if (!tag) hi = next != kNone ? lf->key[next] - 1 : hi;
+[[gnu::always_inline]] inline Info make_info(std::uint64_t tag, int device, std::uintptr_t lo, std::uintptr_t hi,
+                                             std::uintptr_t p, std::size_t length, bool* spans) noexcept {
     if (spans) {
         std::uintptr_t want_last = (length == 0) ? p : (length - 1 > kTop - p ? kTop : p + (length - 1));
         *spans = want_last > hi;
     }
     return {static_cast<Type>(tag & 0xff), device, lo, span_length(lo, hi), tag >> 8};
+}
+
+// The answer in a leaf with dead slots, or one the writer appended to
+// after its state was loaded: the neighbours of p are the nearest live
+// slots below the state's n.
+[[gnu::noinline]] Info answer_in_place(const Leaf* lf, std::uint32_t state, std::size_t c, std::uintptr_t p,
+                                       std::uintptr_t hi, std::size_t length, bool* spans) noexcept {
+    // A slot appended after the state was loaded may lie over a range that
+    // was live in that state (one freed since): count as the state does.
+    const std::size_t n = state & 0xffff;
+    c = c < n ? c : n;
+    const std::uint32_t live = live_mask(state);
+    const std::uint32_t before = live & ((2u << c >> 1) - 1);
+    const std::uint32_t after = live & ~before;
+    std::uint64_t tag = 0;
+    int device = -1;
+    std::uintptr_t lo = 0;  // no live range before: only in the leftmost leaf
+    if (before) {
+        auto j = static_cast<std::size_t>(31 - __builtin_clz(before));
+        std::uintptr_t last = lf->last[j];
+        if (p <= last && j == c - 1) {
+            tag = __atomic_load_n(&lf->tag[j], __ATOMIC_RELAXED);  // a revived slot's may change (registry.h)
+            return make_info(tag, lf->device[j], lf->key[j], last, p, length, spans);
+        }
+        lo = last + 1;
+    }
+    hi = after ? lf->key[__builtin_ctz(after)] - 1 : hi;
+    return make_info(tag, device, lo, hi, p, length, spans);
+}
+
+// The answer in the leaf a lookup reached, given its state word (loaded
+// before its keys), c = the number of its keys <= p and hi = the last
+// address before the next entry beyond this leaf.  Most leaves have no
+// dead slot, and then p's neighbours are slots c - 1 and c.
+[[gnu::always_inline]] inline Info answer(const Leaf* lf, std::uint32_t state, std::size_t c, std::uintptr_t p,
+                                          std::uintptr_t hi, std::size_t length, bool* spans) noexcept {
+    const std::size_t n = state & 0xffff;
+    if (__builtin_expect((state >> 16) != 0 || c > n, 0)) return answer_in_place(lf, state, c, p, hi, length, spans);
+    // The fields, each set once: a default-built Info that the paths
+    // overwrite costs four dead stores per lookup.
+    std::uint64_t tag = 0;  // a gap: type unregistered, generation 0
+    int device = -1;
+    std::uintptr_t lo;
+    if (c == 0) {  // only in the leftmost leaf: the gap from 0
+        hi = n ? lf->key[0] - 1 : hi;
+        lo = 0;
+    } else {
+        std::size_t j = c - 1;
+        std::uintptr_t last = lf->last[j];
+        if (p <= last) {
+            hi = last;
+            lo = lf->key[j];
+            tag = __atomic_load_n(&lf->tag[j], __ATOMIC_RELAXED);  // a revived slot's may change (registry.h)
+            device = lf->device[j];
+        } else {
+            hi = c < n ? lf->key[c] - 1 : hi;
+            lo = last + 1;
+        }
+    }
+    return make_info(tag, device, lo, hi, p, length, spans);
 }
 
 Info find_scalar(std::uintptr_t r, std::uintptr_t p, std::size_t length, bool* spans) noexcept {
